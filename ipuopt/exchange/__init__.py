@@ -1,0 +1,1 @@
+"""Exchange scheduling: phases, schedules, bounds, greedy/CP-SAT/MILP solvers, validator."""

@@ -1,0 +1,216 @@
+"""Greedy list scheduler: warm start and fallback for every exact exchange solver.
+
+Transfers are taken in priority order (dependencies first, then the busiest
+lanes and the longest payloads) and each is put at the earliest start where
+every occupancy fits, filling gaps in lanes rather than only appending.
+"""
+
+from __future__ import annotations
+
+import heapq
+from bisect import bisect_right, insort
+from collections import defaultdict
+
+from ipuopt.exchange.phase import Phase
+from ipuopt.exchange.timing import ORDINARY, PAIRED, Timing, phase_timings
+from ipuopt.spec import Spec
+
+RULES = ("load", "longest", "input")
+
+
+class IntervalSet:
+    """Sorted, pairwise-disjoint half-open intervals with earliest-conflict lookup."""
+
+    __slots__ = ("starts", "ends")
+
+    def __init__(self) -> None:
+        self.starts: list[int] = []
+        self.ends: list[int] = []
+
+    def conflict_end(self, s: int, e: int) -> int | None:
+        """End of the first interval overlapping [s, e), or None when [s, e) is free."""
+        starts, ends = self.starts, self.ends
+        i = bisect_right(starts, s) - 1
+        if i >= 0 and ends[i] > s:
+            return ends[i]
+        i += 1
+        if i < len(starts) and starts[i] < e:
+            return ends[i]
+        return None
+
+    def add(self, s: int, e: int) -> None:
+        i = bisect_right(self.starts, s)
+        self.starts.insert(i, s)
+        self.ends.insert(i, e)
+
+    def add_merged(self, s: int, e: int) -> None:
+        """Add [s, e) merging with any interval it touches (unions of overlapping writes)."""
+        starts, ends = self.starts, self.ends
+        i = bisect_right(starts, s) - 1
+        if i >= 0 and ends[i] >= s:
+            s = starts[i]
+            e = max(e, ends[i])
+        else:
+            i += 1
+        j = i
+        while j < len(starts) and starts[j] <= e:
+            e = max(e, ends[j])
+            j += 1
+        starts[i:j] = [s]
+        ends[i:j] = [e]
+
+
+def _priority_order(timings: list[Timing], spec: Spec, rule: str) -> list[int]:
+    """A topological order of transfers; among ready ones the rule's priority decides."""
+    ex = spec.exchange
+    n = len(timings)
+    index = {tm.transfer.id: i for i, tm in enumerate(timings)}
+    preds = [[index[a] for a in tm.transfer.after] for tm in timings]
+    succs: list[list[int]] = [[] for _ in range(n)]
+    for i, ps in enumerate(preds):
+        for p in ps:
+            succs[p].append(i)
+    dmin = [min(tm.duration.values()) for tm in timings]
+    indeg = [len(p) for p in preds]
+    topo = [i for i in range(n) if indeg[i] == 0]
+    for i in topo:
+        for s in succs[i]:
+            indeg[s] -= 1
+            if indeg[s] == 0:
+                topo.append(s)
+    tail = [0] * n  # longest dependency chain after a transfer completes
+    for i in reversed(topo):
+        tm = timings[i]
+        own = tm.end_offset(tm.widths[0]) - tm.duration[tm.widths[0]] + dmin[i]
+        tail[i] = own + max((tail[s] for s in succs[i]), default=0)
+    load: dict[tuple[str, int], int] = defaultdict(int)
+    for i, tm in enumerate(timings):
+        load["tx", tm.transfer.src] += ex.tx_overhead + dmin[i]
+        for x in tm.transfer.dst:
+            load["rx", x] += ex.rx_lead + dmin[i]
+
+    def key(i: int) -> tuple:
+        t = timings[i].transfer
+        if rule == "input":
+            return (-tail[i] + dmin[i], i)
+        if rule == "longest":
+            return (-tail[i], -len(t.dst), i)
+        busiest = max(load["tx", t.src], max(load["rx", x] for x in t.dst))
+        return (-(busiest + tail[i]), -dmin[i], i)
+
+    indeg = [len(p) for p in preds]
+    ready = [(key(i), i) for i in range(n) if indeg[i] == 0]
+    heapq.heapify(ready)
+    order: list[int] = []
+    while ready:
+        _, i = heapq.heappop(ready)
+        order.append(i)
+        for s in succs[i]:
+            indeg[s] -= 1
+            if indeg[s] == 0:
+                heapq.heappush(ready, (key(s), s))
+    return order
+
+
+class _Lanes:
+    """The resource state of a partial schedule."""
+
+    def __init__(self, spec: Spec) -> None:
+        self.spec = spec
+        self.tx: dict[int, IntervalSet] = defaultdict(IntervalSet)
+        self.rx: dict[int, IntervalSet] = defaultdict(IntervalSet)
+        self.fmt = {ORDINARY: defaultdict(IntervalSet), PAIRED: defaultdict(IntervalSet)}
+        self.rd: dict[tuple, IntervalSet] = defaultdict(IntervalSet)
+        self.wr: dict[tuple, IntervalSet] = defaultdict(IntervalSet)
+
+    def checks(self, tm: Timing, width: str) -> list[tuple[IntervalSet, int, int, int]]:
+        """(interval set, offset, length, margin) for each constraint the transfer must meet."""
+        fs = self.spec.exchange.format_switch
+        other = self.fmt[PAIRED if width == ORDINARY else ORDINARY]
+        out = []
+        for occ in tm.occupancies(width, self.spec):
+            k = occ.key
+            if occ.kind == "tx":
+                out.append((self.tx[k[0]], occ.offset, occ.length, 0))
+            elif occ.kind == "rx":
+                out.append((self.rx[k[0]], occ.offset, occ.length, 0))
+                if fs and k[0] in other:
+                    out.append((other[k[0]], occ.offset, occ.length, fs))
+            elif occ.kind == "rd":
+                out.append((self.wr[k], occ.offset, occ.length, 0))
+            else:
+                out.append((self.rd[k], occ.offset, occ.length, 0))
+        return out
+
+    def commit(self, tm: Timing, width: str, start: int) -> None:
+        for occ in tm.occupancies(width, self.spec):
+            s, k = start + occ.offset, occ.key
+            e = s + occ.length
+            if occ.kind == "tx":
+                self.tx[k[0]].add(s, e)
+            elif occ.kind == "rx":
+                self.rx[k[0]].add(s, e)
+                self.fmt[width][k[0]].add(s, e)
+            elif occ.kind == "rd":
+                self.rd[k].add(s, e)
+            else:
+                self.wr[k].add_merged(s, e)
+
+
+def _earliest(checks: list[tuple[IntervalSet, int, int, int]], lower: int) -> int:
+    start = lower
+    moved = True
+    while moved:
+        moved = False
+        for lane, off, length, margin in checks:
+            s = start + off
+            end = lane.conflict_end(s - margin, s + length + margin)
+            if end is not None:
+                start = end + margin - off
+                moved = True
+    return start
+
+
+def greedy_schedule(phase: Phase, spec: Spec, rule: str = "load",
+                    timings: list[Timing] | None = None) -> tuple[dict[str, int], dict[str, str]]:
+    """Starts and widths of a feasible schedule built by one priority rule."""
+    timings = timings if timings is not None else phase_timings(phase, spec)
+    lanes = _Lanes(spec)
+    finish: dict[str, int] = {}
+    starts: dict[str, int] = {}
+    widths: dict[str, str] = {}
+    for i in _priority_order(timings, spec, rule):
+        tm = timings[i]
+        t = tm.transfer
+        lower = max((finish[a] for a in t.after), default=0)
+        best: tuple[int, int, str] | None = None
+        for w in tm.widths:
+            s = _earliest(lanes.checks(tm, w), lower)
+            done = s + tm.end_offset(w)
+            if best is None or done < best[0]:
+                best = (done, s, w)
+        done, s, w = best  # type: ignore[misc]
+        lanes.commit(tm, w, s)
+        starts[t.id], widths[t.id], finish[t.id] = s, w, done
+    return starts, widths
+
+
+def horizon_of(timings: list[Timing], starts: dict[str, int], widths: dict[str, str]) -> int:
+    return max((starts[tm.transfer.id] + tm.end_offset(widths[tm.transfer.id])
+                for tm in timings), default=0)
+
+
+def best_greedy(phase: Phase, spec: Spec, rules: tuple[str, ...] | None = None,
+                ) -> tuple[dict[str, int], dict[str, str], str]:
+    """Run several priority rules (all of them on phases up to 5,000 transfers) and keep the best."""
+    timings = phase_timings(phase, spec)
+    if rules is None:
+        rules = RULES if len(timings) <= 5000 else ("load",)
+    best = None
+    for rule in rules:
+        starts, widths = greedy_schedule(phase, spec, rule, timings)
+        h = horizon_of(timings, starts, widths)
+        if best is None or h < best[0]:
+            best = (h, starts, widths, rule)
+    _, starts, widths, rule = best  # type: ignore[misc]
+    return starts, widths, rule

@@ -1,0 +1,233 @@
+"""An exchange phase: the transfers to schedule, loaded from YAML/JSON and checked against a spec."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import networkx as nx
+
+from ipuopt.errors import InputError, Problem
+from ipuopt.io import read_document
+from ipuopt.spec import Spec, load_spec
+
+PAIRED_MODES = ("allowed", "never", "required")
+_TRANSFER_KEYS = ("id", "src", "dst", "words", "src_addr", "dst_addr", "paired", "after")
+_PHASE_KEYS = ("spec", "name", "description", "transfers")
+
+
+@dataclass(frozen=True)
+class Transfer:
+    id: str
+    src: int
+    dst: tuple[int, ...]
+    words: int
+    src_addr: int | None = None
+    dst_addr: int | None = None
+    paired: str = "allowed"
+    after: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"id": self.id, "src": self.src, "dst": list(self.dst),
+                               "words": self.words}
+        if self.src_addr is not None:
+            out["src_addr"] = self.src_addr
+        if self.dst_addr is not None:
+            out["dst_addr"] = self.dst_addr
+        if self.paired != "allowed":
+            out["paired"] = self.paired
+        if self.after:
+            out["after"] = list(self.after)
+        return out
+
+
+@dataclass
+class Phase:
+    spec_ref: str
+    transfers: list[Transfer]
+    name: str = ""
+    source: str = ""
+    index: dict[str, int] = field(default_factory=dict, repr=False)
+
+    def __post_init__(self) -> None:
+        self.index = {t.id: i for i, t in enumerate(self.transfers)}
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"spec": self.spec_ref, "name": self.name,
+                "transfers": [t.to_dict() for t in self.transfers]}
+
+
+def _int(value: Any) -> int | None:
+    """Integers, also written as strings such as "0x80000"; None when not an integer."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, str):
+        try:
+            return int(value, 0)
+        except ValueError:
+            return None
+    return None
+
+
+def _transfer(raw: Any, i: int, file: str, problems: list[Problem]) -> Transfer | None:
+    where = f"transfers[{i}]"
+    if not isinstance(raw, dict):
+        problems.append(Problem(file, where, "must be a mapping"))
+        return None
+    tid = raw.get("id")
+    if isinstance(tid, int) and not isinstance(tid, bool):
+        tid = str(tid)
+    if not isinstance(tid, str) or not tid:
+        problems.append(Problem(file, f"{where}.id", "missing or not a string"))
+        return None
+    where = f"transfer {tid}"
+    before = len(problems)
+    for key in raw:
+        if key not in _TRANSFER_KEYS:
+            problems.append(Problem(file, f"{where}.{key}", "unknown field"))
+    src = _int(raw.get("src"))
+    if src is None:
+        problems.append(Problem(file, f"{where}.src", "missing or not an integer tile id"))
+    dst_raw = raw.get("dst")
+    if isinstance(dst_raw, int) and not isinstance(dst_raw, bool):
+        dst_raw = [dst_raw]
+    dst: list[int] = []
+    if not isinstance(dst_raw, list) or not dst_raw:
+        problems.append(Problem(file, f"{where}.dst", "missing or not a non-empty list of tiles"))
+    else:
+        for d in dst_raw:
+            v = _int(d)
+            if v is None:
+                problems.append(Problem(file, f"{where}.dst", f"{d!r} is not a tile id"))
+            else:
+                dst.append(v)
+    words = raw.get("words")
+    if not isinstance(words, int) or isinstance(words, bool) or words <= 0:
+        problems.append(Problem(file, f"{where}.words", f"must be an integer > 0, got {words!r}"))
+    addrs = {}
+    for key in ("src_addr", "dst_addr"):
+        if raw.get(key) is None:
+            addrs[key] = None
+            continue
+        v = _int(raw[key])
+        if v is None or v < 0:
+            problems.append(Problem(file, f"{where}.{key}", f"not a byte address: {raw[key]!r}"))
+        addrs[key] = v
+    paired = raw.get("paired", "allowed")
+    if paired not in PAIRED_MODES:
+        problems.append(Problem(file, f"{where}.paired",
+                                f"must be one of {', '.join(PAIRED_MODES)}, got {paired!r}"))
+    after = raw.get("after", [])
+    if isinstance(after, str | int):
+        after = [after]
+    if not isinstance(after, list):
+        problems.append(Problem(file, f"{where}.after", "must be a list of transfer ids"))
+        after = []
+    if len(problems) > before:
+        return None
+    return Transfer(id=tid, src=src, dst=tuple(dst), words=words, src_addr=addrs["src_addr"],
+                    dst_addr=addrs["dst_addr"], paired=paired, after=tuple(str(a) for a in after))
+
+
+def phase_from_dict(doc: Any, file: str = "") -> Phase:
+    """Parse a phase document; structural problems (types, fields) are reported all at once."""
+    if not isinstance(doc, dict):
+        raise InputError.one(file, "", "a phase must be a mapping with spec and transfers")
+    problems: list[Problem] = []
+    for key in doc:
+        if key not in _PHASE_KEYS:
+            problems.append(Problem(file, str(key), f"unknown key (known: {', '.join(_PHASE_KEYS)})"))
+    spec_ref = doc.get("spec")
+    if not isinstance(spec_ref, str):
+        problems.append(Problem(file, "spec", "missing: name a spec under specs/ or a spec file"))
+    raw = doc.get("transfers")
+    if raw is None:
+        raw = []
+    if not isinstance(raw, list):
+        problems.append(Problem(file, "transfers", "must be a list"))
+        raw = []
+    transfers = [t for i, r in enumerate(raw) if (t := _transfer(r, i, file, problems))]
+    if problems:
+        raise InputError(problems)
+    return Phase(spec_ref=spec_ref, transfers=transfers, name=str(doc.get("name") or ""),
+                 source=file)
+
+
+def paired_possible(t: Transfer, spec: Spec) -> bool:
+    """Paired width needs a partner tile, `paired` not `never`, and aligned addresses."""
+    if t.paired == "never" or spec.partner(t.src) is None:
+        return False
+    align = spec.exchange.paired_alignment
+    return all(a is None or a % align == 0 for a in (t.src_addr, t.dst_addr))
+
+
+def check_phase(phase: Phase, spec: Spec) -> list[Problem]:
+    """Every problem of the phase against the spec, each naming the transfer and field."""
+    file = phase.source
+    problems: list[Problem] = []
+    seen: dict[str, int] = {}
+    nbytes = spec.exchange.word_bytes
+    for t in phase.transfers:
+        w = f"transfer {t.id}"
+        if t.id in seen:
+            problems.append(Problem(file, f"{w}.id", "duplicate id"))
+        seen[t.id] = 1
+        if not 0 <= t.src < spec.tiles:
+            problems.append(Problem(file, f"{w}.src", f"unknown tile {t.src} (spec {spec.name} "
+                                                      f"has tiles 0..{spec.tiles - 1})"))
+        for d in t.dst:
+            if not 0 <= d < spec.tiles:
+                problems.append(Problem(file, f"{w}.dst", f"unknown tile {d} (spec {spec.name} "
+                                                          f"has tiles 0..{spec.tiles - 1})"))
+        if t.src in t.dst:
+            problems.append(Problem(file, f"{w}.dst", f"source tile {t.src} is among the destinations"))
+        if len(set(t.dst)) != len(t.dst):
+            rep = sorted({d for d in t.dst if t.dst.count(d) > 1})
+            problems.append(Problem(file, f"{w}.dst", f"repeated destination {rep}"))
+        if len(t.dst) > spec.exchange.max_fanout:
+            problems.append(Problem(file, f"{w}.dst", f"fanout {len(t.dst)} above max_fanout "
+                                                      f"{spec.exchange.max_fanout} of {spec.name}"))
+        for key, addr in (("src_addr", t.src_addr), ("dst_addr", t.dst_addr)):
+            if addr is None:
+                continue
+            end = addr + t.words * nbytes
+            if addr < spec.memory_base or end > spec.memory_end:
+                problems.append(Problem(file, f"{w}.{key}",
+                                        f"[{addr:#x}, {end:#x}) outside tile memory "
+                                        f"[{spec.memory_base:#x}, {spec.memory_end:#x})"))
+        if t.paired == "required" and not paired_possible(t, spec):
+            why = ("tile has no pair partner" if spec.partner(t.src) is None
+                   else f"addresses not multiples of {spec.exchange.paired_alignment}")
+            problems.append(Problem(file, f"{w}.paired", f"required but cannot be paired: {why}"))
+        for a in t.after:
+            if a not in phase.index:
+                problems.append(Problem(file, f"{w}.after", f"unknown transfer id {a!r}"))
+            elif a == t.id:
+                problems.append(Problem(file, f"{w}.after", "a transfer cannot follow itself"))
+    graph = nx.DiGraph()
+    graph.add_edges_from((a, t.id) for t in phase.transfers for a in t.after
+                         if a in phase.index and a != t.id)
+    try:
+        cycle = nx.find_cycle(graph)
+        ids = " -> ".join([u for u, _ in cycle] + [cycle[0][0]])
+        problems.append(Problem(file, f"transfer {cycle[0][1]}.after", f"dependency cycle: {ids}"))
+    except nx.NetworkXNoCycle:
+        pass
+    return problems
+
+
+def load_phase(path: str | Path, spec_override: str | None = None) -> tuple[Phase, Spec]:
+    """Load a phase and its spec (`spec_override` replaces the phase's), all problems at once."""
+    p = Path(path)
+    phase = phase_from_dict(read_document(p), str(p))
+    if spec_override:
+        spec = load_spec(spec_override)
+    else:
+        spec = load_spec(phase.spec_ref, relative_to=p.parent)
+    problems = check_phase(phase, spec)
+    if problems:
+        raise InputError(problems)
+    return phase, spec

@@ -1,0 +1,62 @@
+"""Reading YAML/JSON inputs with clear errors, and writing outputs whole or not at all."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from ipuopt.errors import InputError
+
+
+def read_document(path: str | Path) -> Any:
+    """Parse a YAML or JSON file (chosen by suffix; YAML also reads JSON)."""
+    p = Path(path)
+    if not p.exists():
+        raise InputError.one(str(p), "", "file not found")
+    if p.is_dir():
+        raise InputError.one(str(p), "", "is a directory, expected a file")
+    try:
+        text = p.read_text()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError.one(str(p), "", f"cannot read: {exc}") from None
+    try:
+        if p.suffix.lower() == ".json":
+            return json.loads(text)
+        return yaml.safe_load(text)
+    except json.JSONDecodeError as exc:
+        raise InputError.one(str(p), f"line {exc.lineno}", f"invalid JSON: {exc.msg}") from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"line {mark.line + 1}" if mark else ""
+        raise InputError.one(str(p), where, f"invalid YAML: {exc}") from None
+
+
+def write_atomic(path: str | Path, text: str, protect: tuple[Path, ...] = ()) -> None:
+    """Write a file whole or not at all; refuse to overwrite any of the `protect` inputs."""
+    target = Path(path)
+    for other in protect:
+        if other.exists() and target.exists() and target.resolve() == Path(other).resolve():
+            raise InputError.one(str(target), "--out", "refusing to overwrite an input file")
+    directory = target.parent if str(target.parent) else Path(".")
+    if not directory.is_dir():
+        raise InputError.one(str(target), "--out", f"directory {directory} does not exist")
+    fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{target.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, target)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def write_json(path: str | Path, data: Any, protect: tuple[Path, ...] = ()) -> None:
+    write_atomic(path, json.dumps(data, indent=1) + "\n", protect)
