@@ -8,14 +8,14 @@ every occupancy fits, filling gaps in lanes rather than only appending.
 from __future__ import annotations
 
 import heapq
-from bisect import bisect_right, insort
+from bisect import bisect_right
 from collections import defaultdict
 
 from ipuopt.exchange.phase import Phase
 from ipuopt.exchange.timing import ORDINARY, PAIRED, Timing, phase_timings
 from ipuopt.spec import Spec
 
-RULES = ("load", "longest", "input")
+RULES = ("load", "longest", "input", "reverse")
 
 
 class IntervalSet:
@@ -93,6 +93,8 @@ def _priority_order(timings: list[Timing], spec: Spec, rule: str) -> list[int]:
         t = timings[i].transfer
         if rule == "input":
             return (-tail[i] + dmin[i], i)
+        if rule == "reverse":
+            return (-tail[i] + dmin[i], -i)
         if rule == "longest":
             return (-tail[i], -len(t.dst), i)
         busiest = max(load["tx", t.src], max(load["rx", x] for x in t.dst))
@@ -172,9 +174,18 @@ def _earliest(checks: list[tuple[IntervalSet, int, int, int]], lower: int) -> in
 
 
 def greedy_schedule(phase: Phase, spec: Spec, rule: str = "load",
-                    timings: list[Timing] | None = None) -> tuple[dict[str, int], dict[str, str]]:
-    """Starts and widths of a feasible schedule built by one priority rule."""
+                    timings: list[Timing] | None = None, borrow_aware: bool = False,
+                    ) -> tuple[dict[str, int], dict[str, str]]:
+    """Starts and widths of a feasible schedule built by one priority rule.
+
+    A width is chosen by earliest completion; with `borrow_aware`, a paired send
+    is charged the lane time it takes from a partner that still has sends of its
+    own to place, so a short paired send does not delay the partner's work.
+    """
     timings = timings if timings is not None else phase_timings(phase, spec)
+    pending: dict[int, int] = defaultdict(int)
+    for tm in timings:
+        pending[tm.transfer.src] += 1
     lanes = _Lanes(spec)
     finish: dict[str, int] = {}
     starts: dict[str, int] = {}
@@ -187,9 +198,14 @@ def greedy_schedule(phase: Phase, spec: Spec, rule: str = "load",
         for w in tm.widths:
             s = _earliest(lanes.checks(tm, w), lower)
             done = s + tm.end_offset(w)
-            if best is None or done < best[0]:
-                best = (done, s, w)
-        done, s, w = best  # type: ignore[misc]
+            cost = done
+            if borrow_aware and w == PAIRED and pending[tm.partner]:
+                cost += spec.exchange.tx_overhead + tm.duration[w]
+            if best is None or cost < best[0]:
+                best = (cost, s, w)
+        _, s, w = best  # type: ignore[misc]
+        done = s + tm.end_offset(w)
+        pending[t.src] -= 1
         lanes.commit(tm, w, s)
         starts[t.id], widths[t.id], finish[t.id] = s, w, done
     return starts, widths
@@ -202,15 +218,17 @@ def horizon_of(timings: list[Timing], starts: dict[str, int], widths: dict[str, 
 
 def best_greedy(phase: Phase, spec: Spec, rules: tuple[str, ...] | None = None,
                 ) -> tuple[dict[str, int], dict[str, str], str]:
-    """Run several priority rules (all of them on phases up to 5,000 transfers) and keep the best."""
+    """Run the priority rules (all on phases up to 5,000 transfers), each with both width
+    policies, and keep the best schedule."""
     timings = phase_timings(phase, spec)
     if rules is None:
         rules = RULES if len(timings) <= 5000 else ("load",)
     best = None
     for rule in rules:
-        starts, widths = greedy_schedule(phase, spec, rule, timings)
-        h = horizon_of(timings, starts, widths)
-        if best is None or h < best[0]:
-            best = (h, starts, widths, rule)
+        for aware in (False, True):
+            starts, widths = greedy_schedule(phase, spec, rule, timings, aware)
+            h = horizon_of(timings, starts, widths)
+            if best is None or h < best[0]:
+                best = (h, starts, widths, rule + ("+borrow-aware" if aware else ""))
     _, starts, widths, rule = best  # type: ignore[misc]
     return starts, widths, rule

@@ -49,6 +49,7 @@ class Phase:
     name: str = ""
     source: str = ""
     index: dict[str, int] = field(default_factory=dict, repr=False)
+    malformed_ids: set[str] = field(default_factory=set, repr=False)  # ids seen while parsing
 
     def __post_init__(self) -> None:
         self.index = {t.id: i for i, t in enumerate(self.transfers)}
@@ -134,6 +135,14 @@ def _transfer(raw: Any, i: int, file: str, problems: list[Problem]) -> Transfer 
 
 def phase_from_dict(doc: Any, file: str = "") -> Phase:
     """Parse a phase document; structural problems (types, fields) are reported all at once."""
+    phase, problems = _parse(doc, file)
+    if problems:
+        raise InputError(problems)
+    return phase
+
+
+def _parse(doc: Any, file: str) -> tuple[Phase, list[Problem]]:
+    """The phase made of the well-formed transfers, and the problems of the others."""
     if not isinstance(doc, dict):
         raise InputError.one(file, "", "a phase must be a mapping with spec and transfers")
     problems: list[Problem] = []
@@ -150,10 +159,10 @@ def phase_from_dict(doc: Any, file: str = "") -> Phase:
         problems.append(Problem(file, "transfers", "must be a list"))
         raw = []
     transfers = [t for i, r in enumerate(raw) if (t := _transfer(r, i, file, problems))]
-    if problems:
-        raise InputError(problems)
-    return Phase(spec_ref=spec_ref, transfers=transfers, name=str(doc.get("name") or ""),
-                 source=file)
+    phase = Phase(spec_ref=spec_ref if isinstance(spec_ref, str) else "", transfers=transfers,
+                  name=str(doc.get("name") or ""), source=file)
+    phase.malformed_ids = {str(r["id"]) for r in raw if isinstance(r, dict) and "id" in r}
+    return phase, problems
 
 
 def paired_possible(t: Transfer, spec: Spec) -> bool:
@@ -203,7 +212,7 @@ def check_phase(phase: Phase, spec: Spec) -> list[Problem]:
                    else f"addresses not multiples of {spec.exchange.paired_alignment}")
             problems.append(Problem(file, f"{w}.paired", f"required but cannot be paired: {why}"))
         for a in t.after:
-            if a not in phase.index:
+            if a not in phase.index and a not in phase.malformed_ids:
                 problems.append(Problem(file, f"{w}.after", f"unknown transfer id {a!r}"))
             elif a == t.id:
                 problems.append(Problem(file, f"{w}.after", "a transfer cannot follow itself"))
@@ -222,12 +231,14 @@ def check_phase(phase: Phase, spec: Spec) -> list[Problem]:
 def load_phase(path: str | Path, spec_override: str | None = None) -> tuple[Phase, Spec]:
     """Load a phase and its spec (`spec_override` replaces the phase's), all problems at once."""
     p = Path(path)
-    phase = phase_from_dict(read_document(p), str(p))
+    phase, problems = _parse(read_document(p), str(p))
+    if not phase.spec_ref and not spec_override:
+        raise InputError(problems)
     if spec_override:
         spec = load_spec(spec_override)
     else:
         spec = load_spec(phase.spec_ref, relative_to=p.parent)
-    problems = check_phase(phase, spec)
+    problems += check_phase(phase, spec)
     if problems:
         raise InputError(problems)
     return phase, spec

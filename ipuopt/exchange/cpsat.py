@@ -1,0 +1,245 @@
+"""CP-SAT model of one exchange phase, every rule of the model doc.
+
+Variables: a start per transfer and, where both widths are allowed, a literal
+`paired`. Each occupancy of each width becomes an (optional) interval at
+start + offset; lanes are no-overlaps, memory hazards and format switches
+are no-overlaps of shifted or extended intervals (see `_element_constraints`
+and `_format_constraints`). Objective: the horizon.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+from ortools.sat.python import cp_model
+
+from ipuopt.errors import InputError
+from ipuopt.exchange.backend import SolverOutput
+from ipuopt.exchange.phase import Phase
+from ipuopt.exchange.timing import ORDINARY, PAIRED, Timing
+from ipuopt.result import FALLBACK, FEASIBLE, OPTIMAL
+from ipuopt.spec import Spec
+
+
+@dataclass
+class ExchangeModel:
+    """The built model and the handles needed to read a solution back."""
+
+    model: cp_model.CpModel
+    starts: dict[str, cp_model.IntVar]
+    paired: dict[str, Any]  # literal, or a constant 0/1 when the width is fixed
+    horizon: cp_model.IntVar
+    stats: dict[str, int] = field(default_factory=dict)
+
+
+def _width_literal(model: cp_model.CpModel, tm: Timing) -> Any:
+    if len(tm.widths) == 2:
+        return model.new_bool_var(f"paired_{tm.transfer.id}")
+    return 1 if tm.widths[0] == PAIRED else 0
+
+
+def _presence(lit: Any, width: str) -> Any:
+    """Presence of the `width` version of a transfer; True for the only width it has."""
+    if isinstance(lit, int):
+        return True
+    return lit if width == PAIRED else ~lit
+
+
+def _interval(model: cp_model.CpModel, start: Any, size: int, present: Any, name: str) -> Any:
+    if present is True:
+        return model.new_fixed_size_interval_var(start, size, name)
+    return model.new_optional_fixed_size_interval_var(start, size, present, name)
+
+
+def build_model(phase: Phase, spec: Spec, timings: list[Timing], upper: int,
+                lower: int = 0, fixed: dict[str, tuple[int, str]] | None = None,
+                window: tuple[int, int] | None = None) -> ExchangeModel:
+    """The model with horizon in [lower, upper].
+
+    `fixed` pins some transfers (start, width): they become constants whose
+    occupancies still block the others (used by large-neighbourhood search).
+    """
+    ex = spec.exchange
+    fixed = fixed or {}
+    m = cp_model.CpModel()
+    horizon = m.new_int_var(lower, upper, "horizon")
+    starts: dict[str, Any] = {}
+    paired: dict[str, Any] = {}
+    by_kind: dict[str, dict[tuple, list]] = {k: defaultdict(list) for k in ("tx", "rx", "rd", "wr")}
+    for tm in timings:
+        t = tm.transfer
+        if t.id in fixed:
+            s0, w0 = fixed[t.id]
+            starts[t.id] = s0
+            paired[t.id] = 1 if w0 == PAIRED else 0
+            widths = (w0,)
+        else:
+            latest = upper - min(tm.end_offset(w) for w in tm.widths)
+            starts[t.id] = m.new_int_var(0, max(0, latest), f"s_{t.id}")
+            paired[t.id] = _width_literal(m, tm)
+            widths = tm.widths
+        lit = paired[t.id]
+        for w in widths:
+            present = True if t.id in fixed else _presence(lit, w)
+            for occ in tm.occupancies(w, spec):
+                by_kind[occ.kind][occ.key].append((t.id, w, occ.offset, occ.length, present))
+        m.add(horizon >= _completion(tm, starts, paired))
+    stats = {"transfers": len(timings), "intervals": 0, "pairwise": 0}
+
+    def make(items: list, shift: int = 0, grow: int = 0) -> list:
+        stats["intervals"] += len(items)
+        return [(tid, w, _interval(m, starts[tid] + off + shift, ln + grow - shift, pr,
+                                   f"{tid}_{w}"))
+                for tid, w, off, ln, pr in items]
+
+    for kind in ("tx", "rx"):
+        for items in by_kind[kind].values():
+            if len({i[0] for i in items}) > 1 and any(i[0] not in fixed for i in items):
+                m.add_no_overlap([iv for _, _, iv in make(items)])
+    _element_constraints(m, by_kind, ex.write_hazard, ex.tx_overhead, make, stats, fixed)
+    if ex.format_switch:
+        _format_constraints(m, by_kind["rx"], ex.format_switch, make, stats, fixed)
+    by_id = {tm.transfer.id: tm for tm in timings}
+    for tm in timings:
+        for a in tm.transfer.after:
+            if not (tm.transfer.id in fixed and a in fixed):
+                m.add(starts[tm.transfer.id] >= _completion(by_id[a], starts, paired))
+    m.minimize(horizon)
+    return ExchangeModel(m, starts, paired, horizon, stats)
+
+
+def _completion(tm: Timing, starts: dict, paired: dict) -> Any:
+    """Completion at all destinations: linear in the start and the width literal."""
+    tid = tm.transfer.id
+    lit = paired[tid]
+    if isinstance(lit, int):
+        return starts[tid] + tm.end_offset(PAIRED if lit else ORDINARY)
+    gain = tm.end_offset(ORDINARY) - tm.end_offset(PAIRED)
+    return starts[tid] + tm.end_offset(ORDINARY) - gain * lit
+
+
+def _element_constraints(m: cp_model.CpModel, by_kind: dict, hazard: int, overhead: int,
+                         make: Any, stats: dict, fixed: dict) -> None:
+    """A read and a write of one element on one tile must not overlap.
+
+    With write_hazard <= tx_overhead, one no-overlap per element over reads
+    moved `hazard` cycles earlier and writes without their hazard tail is exact:
+    two reads of a tile are at least tx_overhead apart (the transmit lane) and two
+    writes' payload windows never overlap (the receive lane). Otherwise each
+    read/write pair gets its own two-interval no-overlap.
+    """
+    for key, writes in by_kind["wr"].items():
+        reads = by_kind["rd"].get(key)
+        if not reads or all(i[0] in fixed for i in reads + writes):
+            continue
+        if hazard <= overhead:
+            ivs = make(reads, shift=-hazard)
+            ivs += make(writes, grow=-hazard)
+            m.add_no_overlap([iv for _, _, iv in ivs])
+            continue
+        r_ivs, w_ivs = make(reads), make(writes)
+        for rid, _, riv in r_ivs:
+            for wid, _, wiv in w_ivs:
+                if rid != wid and not (rid in fixed and wid in fixed):
+                    m.add_no_overlap([riv, wiv])
+                    stats["pairwise"] += 1
+
+
+def _format_constraints(m: cp_model.CpModel, rx: dict, switch: int, make: Any,
+                        stats: dict, fixed: dict) -> None:
+    """Receives of different formats on one tile are `switch` cycles apart: each
+    ordinary/paired pair of receive intervals, both extended by `switch` at the end,
+    must not overlap."""
+    for items in rx.values():
+        ords = [i for i in items if i[1] == ORDINARY]
+        pairs = [i for i in items if i[1] == PAIRED]
+        if not ords or not pairs or all(i[0] in fixed for i in items):
+            continue
+        o_ivs, p_ivs = make(ords, grow=switch), make(pairs, grow=switch)
+        for oid, _, oiv in o_ivs:
+            for pid, _, piv in p_ivs:
+                if oid != pid and not (oid in fixed and pid in fixed):
+                    m.add_no_overlap([oiv, piv])
+                    stats["pairwise"] += 1
+
+
+_STATUS = {cp_model.OPTIMAL: OPTIMAL, cp_model.FEASIBLE: FEASIBLE}
+
+
+def apply_params(solver: cp_model.CpSolver, params: dict[str, Any]) -> None:
+    """Generic names (time_limit, workers, seed) and any CP-SAT parameter by its own name.
+
+    One worker plus a seed makes the search deterministic; the time limit is then
+    also applied as deterministic time, so a rerun stops at the same point.
+    """
+    p = dict(params)
+    p.setdefault("workers", 2)
+    limit = p.pop("time_limit", None)
+    workers = p.pop("workers")
+    seed = p.pop("seed", None)
+    sp = solver.parameters
+    sp.num_workers = int(workers)
+    if seed is not None:
+        sp.random_seed = int(seed)
+    if limit is not None:
+        sp.max_time_in_seconds = float(limit)
+        if workers == 1 and seed is not None:
+            sp.max_deterministic_time = float(limit)
+            sp.max_time_in_seconds = 10 * float(limit) + 10
+    for key, value in p.items():
+        if key == "solver":
+            continue
+        if not hasattr(sp, key):
+            raise InputError.one("", f"params.{key}", "not a CP-SAT parameter")
+        try:
+            setattr(sp, key, value)
+        except (TypeError, ValueError) as exc:
+            raise InputError.one("", f"params.{key}", f"bad value {value!r}: {exc}") from None
+
+
+class _Callback(cp_model.CpSolverSolutionCallback):
+    def __init__(self, progress: Any) -> None:
+        super().__init__()
+        self.progress = progress
+
+    def on_solution_callback(self) -> None:
+        self.progress({"incumbent": int(self.objective_value),
+                       "bound": int(self.best_objective_bound), "elapsed": self.wall_time})
+
+
+def solve_cpsat(phase: Phase, spec: Spec, timings: list[Timing],
+                hint: tuple[dict[str, int], dict[str, str]], lower: int,
+                params: dict[str, Any], progress: Any = None) -> SolverOutput:
+    """Minimise the horizon; the greedy schedule is the hint and the fallback."""
+    starts0, widths0 = hint
+    upper = max((starts0[tm.transfer.id] + tm.end_offset(widths0[tm.transfer.id])
+                 for tm in timings), default=0)
+    t0 = time.perf_counter()
+    em = build_model(phase, spec, timings, upper, lower)
+    for tid, var in em.starts.items():
+        em.model.add_hint(var, starts0[tid])
+        lit = em.paired[tid]
+        if not isinstance(lit, int):
+            em.model.add_hint(lit, widths0[tid] == PAIRED)
+    em.model.add_hint(em.horizon, upper)
+    build = time.perf_counter() - t0
+    solver = cp_model.CpSolver()
+    apply_params(solver, params)
+    if progress is not None and hasattr(solver, "best_bound_callback"):
+        solver.best_bound_callback = lambda b: progress({"bound": int(b), "incumbent": None})
+    code = solver.solve(em.model, _Callback(progress) if progress else None)
+    info = {"build_s": round(build, 3), "solve_s": round(solver.wall_time, 3), **em.stats}
+    bound = int(solver.best_objective_bound) if code in _STATUS else None
+    if code == cp_model.INFEASIBLE:
+        # The hint is feasible with horizon `upper`, so this means lower > upper: greedy is optimal.
+        return SolverOutput(starts0, widths0, OPTIMAL, upper, info)
+    if code not in _STATUS:
+        return SolverOutput(starts0, widths0, FALLBACK, None, info)
+    starts = {tid: int(solver.value(v)) if not isinstance(v, int) else v
+              for tid, v in em.starts.items()}
+    widths = {tid: (PAIRED if (lit if isinstance(lit, int) else solver.boolean_value(lit))
+                    else ORDINARY) for tid, lit in em.paired.items()}
+    return SolverOutput(starts, widths, _STATUS[code], bound, info)

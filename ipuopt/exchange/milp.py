@@ -1,0 +1,171 @@
+"""Disjunctive MILP of one exchange phase (PuLP; HiGHS through highspy, or bundled CBC).
+
+Disjunctive rather than time-indexed: horizons run to thousands of cycles, so a
+time-indexed model would need a variable per transfer and cycle, while the
+disjunctive one needs a binary per pair of transfers sharing a resource, which
+is small for the phases a MILP is meant for (tens of transfers). Big-M is the
+greedy horizon plus the largest offset, so every constraint is valid.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+import time
+from collections import defaultdict
+from collections.abc import Iterator
+from typing import Any
+
+import pulp
+
+from ipuopt.errors import InputError
+from ipuopt.exchange.backend import SolverOutput
+from ipuopt.exchange.phase import Phase
+from ipuopt.exchange.timing import ORDINARY, PAIRED, Timing
+from ipuopt.result import FALLBACK, FEASIBLE, OPTIMAL
+from ipuopt.spec import Spec
+
+
+def _active(p: Any, width: str, fixed_width: bool) -> Any:
+    """1 when this width's occupancy is present, as an affine expression of the literal."""
+    if fixed_width:
+        return 1
+    return p if width == PAIRED else 1 - p
+
+
+def build_milp(phase: Phase, spec: Spec, timings: list[Timing], upper: int, lower: int
+               ) -> tuple[pulp.LpProblem, dict, dict, pulp.LpVariable]:
+    ex = spec.exchange
+    prob = pulp.LpProblem("exchange", pulp.LpMinimize)
+    horizon = prob.add_variable("horizon", lowBound=lower, upBound=upper)
+    starts: dict[str, pulp.LpVariable] = {}
+    paired: dict[str, Any] = {}
+    by_res: dict[tuple, list] = defaultdict(list)
+    spread = 0
+    for n, tm in enumerate(timings):
+        t = tm.transfer
+        latest = upper - min(tm.end_offset(w) for w in tm.widths)
+        starts[t.id] = prob.add_variable(f"s{n}", lowBound=0, upBound=max(0, latest),
+                                         cat="Integer")
+        two = len(tm.widths) == 2
+        paired[t.id] = prob.add_variable(f"p{n}", cat="Binary") if two else (
+            1 if tm.widths[0] == PAIRED else 0)
+        for w in tm.widths:
+            act = _active(paired[t.id], w, not two)
+            for occ in tm.occupancies(w, spec):
+                by_res[occ.kind, occ.key].append((t.id, w, occ.offset, occ.length, act))
+                spread = max(spread, abs(occ.offset) + occ.length)
+    big_m = upper + 2 * spread + ex.format_switch + 1
+    prob += horizon
+    completion = {}
+    for tm in timings:
+        tid = tm.transfer.id
+        lit = paired[tid]
+        if isinstance(lit, int):
+            completion[tid] = starts[tid] + tm.end_offset(PAIRED if lit else ORDINARY)
+        else:
+            gain = tm.end_offset(ORDINARY) - tm.end_offset(PAIRED)
+            completion[tid] = starts[tid] + tm.end_offset(ORDINARY) - gain * lit
+        prob += horizon >= completion[tid]
+    for tm in timings:
+        for a in tm.transfer.after:
+            prob += starts[tm.transfer.id] >= completion[a]
+    order: dict[tuple, pulp.LpVariable] = {}
+
+    def separate(res: tuple, i: tuple, j: tuple, gap: int) -> None:
+        """i before j (by `gap`) or j before i, when both occupancies are present."""
+        ti, wi, oi, li, ai = i
+        tj, wj, oj, lj, aj = j
+        key = (res, ti, tj)
+        if key not in order:
+            order[key] = prob.add_variable(f"y{len(order)}", cat="Binary")
+        y = order[key]
+        slack = big_m * (2 - ai - aj)
+        prob.addConstraint(starts[ti] + oi + li + gap <= starts[tj] + oj + big_m * (1 - y) + slack)
+        prob.addConstraint(starts[tj] + oj + lj + gap <= starts[ti] + oi + big_m * y + slack)
+
+    for (kind, key), items in by_res.items():
+        if kind not in ("tx", "rx"):
+            continue
+        for a in range(len(items)):
+            for b in range(a + 1, len(items)):
+                if items[a][0] != items[b][0]:
+                    gap = ex.format_switch if kind == "rx" and items[a][1] != items[b][1] else 0
+                    separate((kind, key), items[a], items[b], gap)
+    for (kind, key), reads in by_res.items():
+        if kind != "rd":
+            continue
+        for r in reads:
+            for w in by_res.get(("wr", key), ()):
+                if r[0] != w[0]:
+                    separate(("el", key), r, w, 0)
+    return prob, starts, paired, horizon
+
+
+@contextlib.contextmanager
+def _quiet_stdout(active: bool) -> Iterator[None]:
+    """HiGHS prints a banner from C++ whatever its options: silence file descriptor 1."""
+    if not active:
+        yield
+        return
+    sys.stdout.flush()
+    saved = os.dup(1)
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, 1)
+        yield
+    finally:
+        os.dup2(saved, 1)
+        os.close(saved)
+        os.close(devnull)
+
+
+def _backend(name: str, limit: float | None, threads: int | None, msg: bool) -> Any:
+    if name == "highs":
+        return pulp.HiGHS(msg=msg, timeLimit=limit, threads=threads)
+    if name == "cbc":
+        return pulp.PULP_CBC_CMD(msg=msg, timeLimit=limit, threads=threads)
+    raise InputError.one("", "params.solver", f"unknown MILP solver {name!r} (highs or cbc)")
+
+
+def solve_milp(phase: Phase, spec: Spec, timings: list[Timing],
+               hint: tuple[dict[str, int], dict[str, str]], lower: int,
+               params: dict[str, Any], progress: Any = None) -> SolverOutput:
+    """Minimise the horizon below the greedy one; the greedy schedule is the fallback."""
+    starts0, widths0 = hint
+    upper = max((starts0[tm.transfer.id] + tm.end_offset(widths0[tm.transfer.id])
+                 for tm in timings), default=0)
+    unknown = set(params) - {"time_limit", "workers", "seed", "solver", "msg"}
+    if unknown:
+        raise InputError.one("", f"params.{sorted(unknown)[0]}",
+                             "not a MILP parameter (time_limit, workers, solver, msg)")
+    t0 = time.perf_counter()
+    prob, starts, paired, horizon = build_milp(phase, spec, timings, upper, lower)
+    build = time.perf_counter() - t0
+    name = params.get("solver", "highs")
+    limit = params.get("time_limit")
+    backend = _backend(name, float(limit) if limit is not None else None,
+                       params.get("workers"), bool(params.get("msg", False)))
+    with _quiet_stdout(not params.get("msg", False)):
+        prob.solve(backend)
+    info = {"build_s": round(build, 3), "solve_s": round(time.perf_counter() - t0 - build, 3),
+            "milp_solver": name, "variables": len(prob.variables()),
+            "constraints": prob.numConstraints()}
+    values = {tid: v.varValue for tid, v in starts.items()}
+    if prob.sol_status not in (pulp.LpSolutionOptimal, pulp.LpSolutionIntegerFeasible) or any(
+            v is None for v in values.values()):
+        return SolverOutput(starts0, widths0, FALLBACK, None, info)
+    out_starts = {tid: int(round(v)) for tid, v in values.items()}
+    out_widths = {}
+    for tid, lit in paired.items():
+        val = lit if isinstance(lit, int) else round(lit.varValue or 0)
+        out_widths[tid] = PAIRED if val else ORDINARY
+    optimal = prob.sol_status == pulp.LpSolutionOptimal
+    bound = None
+    if optimal:
+        bound = int(round(pulp.value(horizon)))
+    elif name == "highs":
+        dual = prob.solverModel.getInfo().mip_dual_bound
+        bound = int(-(-dual // 1)) if dual == dual and abs(dual) < 1e18 else None
+    return SolverOutput(out_starts, out_widths, OPTIMAL if optimal else FEASIBLE, bound, info)

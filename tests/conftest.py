@@ -1,0 +1,62 @@
+"""Shared fixtures: a small spec with round numbers so optimal horizons can be worked by hand."""
+
+from __future__ import annotations
+
+import copy
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from ipuopt.exchange.phase import Phase, Transfer, check_phase
+from ipuopt.spec import Spec, spec_from_dict
+
+ROOT = Path(__file__).resolve().parent.parent
+SHARED = ROOT.parent / "shared"
+
+HAND_SPEC = {
+    "name": "hand",
+    "clock_hz": 1_000_000_000,
+    "tiles": 8,
+    "pairs": "adjacent",
+    "memory": {"base": 0, "size": 0x10000,
+               "regions": [{"name": "r", "start": 0, "size": 0x10000, "element_bytes": 0x1000}]},
+    "exchange": {
+        "word_bytes": 4, "ordinary_words_per_cycle": 1, "paired_words_per_cycle": 2,
+        "paired_alignment": 8, "tx_overhead": 1, "route_latency": {"base": 2, "per_tile": 0},
+        "rx_lead": 1, "format_switch": 3, "write_hazard": 2, "max_fanout": 4, "sync_cycles": 0,
+    },
+}
+
+
+def make_spec(**exchange_overrides) -> Spec:
+    doc = copy.deepcopy(HAND_SPEC)
+    doc["exchange"].update(exchange_overrides)
+    return spec_from_dict(doc, "hand")
+
+
+def make_phase(spec: Spec, *transfers: dict) -> Phase:
+    ts = [Transfer(**{**t, "dst": tuple(t["dst"]), "after": tuple(t.get("after", ()))})
+          for t in transfers]
+    phase = Phase(spec_ref=spec.name, transfers=ts, name="hand")
+    assert check_phase(phase, spec) == []
+    return phase
+
+
+def run_cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    """The CLI as a user runs it: a separate process, exit code and both streams."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.run([sys.executable, "-c", "from ipuopt.cli import main; main()", *args],
+                          capture_output=True, text=True, cwd=cwd or ROOT, env=env, timeout=300)
+
+
+@pytest.fixture
+def write_yaml(tmp_path: Path):
+    def write(name: str, doc: object) -> Path:
+        p = tmp_path / name
+        p.write_text(yaml.safe_dump(doc, sort_keys=False))
+        return p
+    return write

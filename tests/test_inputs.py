@@ -1,0 +1,115 @@
+"""Bad input of every kind, through the CLI: a message naming file, field and reason; exit 2."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+from conftest import HAND_SPEC, run_cli
+
+GOOD = {"id": "t0", "src": 0, "dst": [2], "words": 4}
+
+PHASE_ERRORS = {
+    "unknown tile": ({"dst": [99]}, "transfer t0.dst", "unknown tile 99"),
+    "src among dst": ({"dst": [0, 2]}, "transfer t0.dst", "source tile 0 is among"),
+    "repeated dst": ({"dst": [2, 2]}, "transfer t0.dst", "repeated destination"),
+    "words <= 0": ({"words": 0}, "transfer t0.words", "must be an integer > 0"),
+    "unknown after": ({"after": ["zz"]}, "transfer t0.after", "unknown transfer id 'zz'"),
+    "fanout": ({"dst": [1, 2, 3, 4, 5]}, "transfer t0.dst", "above max_fanout"),
+    "paired required": ({"src_addr": 4, "paired": "required"}, "transfer t0.paired",
+                        "cannot be paired"),
+    "address outside": ({"dst_addr": 0xFFFF0}, "transfer t0.dst_addr", "outside tile memory"),
+    "unknown field": ({"colour": 3}, "transfer t0.colour", "unknown field"),
+}
+
+
+@pytest.fixture
+def spec_file(write_yaml):
+    return write_yaml("hand.yaml", HAND_SPEC)
+
+
+@pytest.mark.parametrize("case", sorted(PHASE_ERRORS))
+def test_phase_error(case, spec_file, write_yaml) -> None:
+    change, field, reason = PHASE_ERRORS[case]
+    phase = write_yaml("p.yaml", {"spec": str(spec_file), "transfers": [{**GOOD, **change}]})
+    r = run_cli("solve", str(phase))
+    assert r.returncode == 2
+    assert f"{phase}: {field}: " in r.stderr and reason in r.stderr
+    assert "Traceback" not in r.stderr
+
+
+def test_all_errors_reported_at_once(spec_file, write_yaml) -> None:
+    transfers = [{**GOOD, "id": "a", "after": ["b"]}, {**GOOD, "id": "b", "after": ["a"]},
+                 {**GOOD, "id": "b"}, {**GOOD, "id": "c", "words": -1}]
+    phase = write_yaml("p.yaml", {"spec": str(spec_file), "transfers": transfers})
+    r = run_cli("bounds", str(phase))
+    assert r.returncode == 2
+    assert "transfer b.id: duplicate id" in r.stderr
+    assert "dependency cycle" in r.stderr
+    assert "transfer c.words" in r.stderr
+
+
+def test_json_phase_and_missing_file(spec_file, tmp_path) -> None:
+    import json
+    p = tmp_path / "p.json"
+    p.write_text(json.dumps({"spec": str(spec_file), "transfers": [GOOD]}))
+    assert run_cli("solve", str(p)).returncode == 0
+    r = run_cli("solve", str(tmp_path / "missing.yaml"))
+    assert r.returncode == 2 and "file not found" in r.stderr
+    bad = tmp_path / "bad.json"
+    bad.write_text("{")
+    r = run_cli("solve", str(bad))
+    assert r.returncode == 2 and "invalid JSON" in r.stderr
+
+
+SPEC_ERRORS = {
+    "unknown key": (lambda d: d.update(colour=1), "colour", "unknown key"),
+    "missing field": (lambda d: d["exchange"].pop("rx_lead"), "exchange.rx_lead", "missing"),
+    "non-positive": (lambda d: d.update(tiles=0), "tiles", "positive integer"),
+    "region outside": (lambda d: d["memory"]["regions"][0].update(size=0x20000),
+                       "memory.regions[0]", "outside memory"),
+    "regions overlap": (lambda d: d["memory"]["regions"].append(
+        {"name": "x", "start": 0x100, "size": 0x100, "element_bytes": 0x100}),
+        "memory.regions[1]", "overlaps"),
+    "pair missing tile": (lambda d: d.update(pairs=[[0, 99]]), "pairs[0]", "does not exist"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(SPEC_ERRORS))
+def test_spec_error(case, write_yaml) -> None:
+    mutate, field, reason = SPEC_ERRORS[case]
+    doc = copy.deepcopy(HAND_SPEC)
+    mutate(doc)
+    spec = write_yaml("s.yaml", doc)
+    phase = write_yaml("p.yaml", {"spec": "gc200", "transfers": [GOOD]})
+    r = run_cli("solve", str(phase), "--spec", str(spec))
+    assert r.returncode == 2
+    assert f"{spec}: {field}: " in r.stderr and reason in r.stderr
+
+
+def test_extends_cycle_rejected(write_yaml) -> None:
+    a = write_yaml("a.yaml", {"name": "a", "extends": "b.yaml"})
+    write_yaml("b.yaml", {"name": "b", "extends": "a.yaml"})
+    phase = write_yaml("p.yaml", {"spec": "gc200", "transfers": [GOOD]})
+    r = run_cli("bounds", str(phase), "--spec", str(a))
+    assert r.returncode == 2 and "cycle in extends" in r.stderr
+
+
+def test_extends_deep_merge(write_yaml) -> None:
+    from ipuopt.spec import load_spec
+    path = write_yaml("v.yaml", {"name": "v", "extends": "gc200",
+                                 "exchange": {"rx_lead": 9}})
+    spec = load_spec(str(path))
+    base = load_spec("gc200")
+    assert spec.exchange.rx_lead == 9 and spec.tiles == base.tiles
+    assert spec.exchange.tx_overhead == base.exchange.tx_overhead
+
+
+def test_bad_solver_and_profile(spec_file, write_yaml) -> None:
+    phase = write_yaml("p.yaml", {"spec": str(spec_file), "transfers": [GOOD]})
+    r = run_cli("solve", str(phase), "--solver", "magic")
+    assert r.returncode == 2 and "unknown solver" in r.stderr
+    r = run_cli("solve", str(phase), "--profile", "nope")
+    assert r.returncode == 2 and "unknown solver profile" in r.stderr
+    r = run_cli("solve", str(phase), "--solver", "cpsat", "--param", "no_such_param=1")
+    assert r.returncode == 2 and "not a CP-SAT parameter" in r.stderr

@@ -1,0 +1,78 @@
+"""Property tests on random small phases over random specs."""
+
+from __future__ import annotations
+
+import copy
+
+from conftest import HAND_SPEC
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from ipuopt.exchange.bounds import all_bounds, best_bound
+from ipuopt.exchange.greedy import RULES, greedy_schedule
+from ipuopt.exchange.random_phase import random_phase
+from ipuopt.exchange.schedule import Schedule
+from ipuopt.exchange.solve import solve
+from ipuopt.exchange.validate import validate
+from ipuopt.spec import Spec, spec_from_dict
+
+
+@st.composite
+def specs(draw: st.DrawFn) -> Spec:
+    doc = copy.deepcopy(HAND_SPEC)
+    doc["pairs"] = draw(st.sampled_from(["adjacent", "none", [[0, 3], [1, 2]]]))
+    doc["memory"]["regions"][0]["element_bytes"] = draw(st.sampled_from([64, 0x1000, 0x4000]))
+    doc["exchange"].update(
+        tx_overhead=draw(st.integers(0, 3)),
+        route_latency={"base": draw(st.integers(0, 4)),
+                       "per_tile": draw(st.sampled_from([0, 0.5, 1]))},
+        rx_lead=draw(st.integers(0, 6)),
+        format_switch=draw(st.integers(0, 4)),
+        write_hazard=draw(st.integers(0, 5)),
+        paired_words_per_cycle=draw(st.sampled_from([1, 2, 4])),
+    )
+    return spec_from_dict(doc, "random")
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(spec=specs(), n=st.integers(1, 14), seed=st.integers(0, 10**6),
+       rule=st.sampled_from(RULES), aware=st.booleans())
+def test_greedy_valid_and_bounds_below(spec: Spec, n: int, seed: int, rule: str,
+                                       aware: bool) -> None:
+    phase = random_phase(spec, n, seed=seed, tiles=6, max_words=24, p_dep=0.2)
+    starts, widths = greedy_schedule(phase, spec, rule, borrow_aware=aware)
+    report = validate(phase, spec, Schedule(starts, widths))
+    assert report.ok, report.violations
+    for b in all_bounds(phase, spec):
+        assert b.value <= report.horizon, b
+
+
+@settings(max_examples=80, deadline=None)
+@given(spec=specs(), n=st.integers(2, 14), seed=st.integers(0, 10**6))
+def test_moved_start_is_rejected(spec: Spec, n: int, seed: int) -> None:
+    """Moving one send onto another send of the same tile must break the transmit lane."""
+    phase = random_phase(spec, n, seed=seed, tiles=3, max_words=24)
+    starts, widths = greedy_schedule(phase, spec)
+    by_src: dict[int, list[str]] = {}
+    for t in phase.transfers:
+        by_src.setdefault(t.src, []).append(t.id)
+    clash = next((ids for ids in by_src.values() if len(ids) > 1), None)
+    if clash is None:
+        return
+    moved = dict(starts)
+    moved[clash[1]] = starts[clash[0]]
+    report = validate(phase, spec, Schedule(moved, widths))
+    assert any(v.rule == "tx-lane" for v in report.violations)
+
+
+@settings(max_examples=12, deadline=None)
+@given(spec=specs(), n=st.integers(1, 5), seed=st.integers(0, 10**6))
+def test_cpsat_and_milp_agree_and_bounds_hold(spec: Spec, n: int, seed: int) -> None:
+    phase = random_phase(spec, n, seed=seed, tiles=5, max_words=12, p_dep=0.2)
+    params = {"time_limit": 30, "workers": 1, "seed": 0}
+    cp = solve(phase, spec, "cpsat", params)
+    mi = solve(phase, spec, "milp", params)
+    assert cp.schedule.status == "optimal" and mi.schedule.status == "optimal"
+    assert cp.schedule.horizon == mi.schedule.horizon
+    assert best_bound(cp.bounds).value <= cp.schedule.horizon
+    assert cp.schedule.horizon <= cp.schedule.extra["greedy_horizon"]
