@@ -56,12 +56,15 @@ def _interval(model: cp_model.CpModel, start: Any, size: int, present: Any, name
 
 def build_model(phase: Phase, spec: Spec, timings: list[Timing], upper: int,
                 lower: int = 0, fixed: dict[str, tuple[int, str]] | None = None,
-                window: tuple[int, int] | None = None) -> ExchangeModel:
+                window: dict[str, tuple[int, int]] | None = None) -> ExchangeModel:
     """The model with horizon in [lower, upper].
 
-    `fixed` pins some transfers (start, width): they become constants whose
-    occupancies still block the others (used by large-neighbourhood search).
+    For large-neighbourhood search: `fixed` pins some transfers (start, width),
+    which become constants whose occupancies still block the others, and
+    `window` bounds the start of a free transfer to [lo, hi] (dependencies on
+    transfers left out of `timings` are expressed through these windows).
     """
+    window = window or {}
     ex = spec.exchange
     fixed = fixed or {}
     m = cp_model.CpModel()
@@ -77,8 +80,9 @@ def build_model(phase: Phase, spec: Spec, timings: list[Timing], upper: int,
             paired[t.id] = 1 if w0 == PAIRED else 0
             widths = (w0,)
         else:
-            latest = upper - min(tm.end_offset(w) for w in tm.widths)
-            starts[t.id] = m.new_int_var(0, max(0, latest), f"s_{t.id}")
+            lo, hi = window.get(t.id, (0, upper))
+            latest = min(hi, upper - min(tm.end_offset(w) for w in tm.widths))
+            starts[t.id] = m.new_int_var(lo, max(lo, latest), f"s_{t.id}")
             paired[t.id] = _width_literal(m, tm)
             widths = tm.widths
         lit = paired[t.id]
@@ -105,7 +109,7 @@ def build_model(phase: Phase, spec: Spec, timings: list[Timing], upper: int,
     by_id = {tm.transfer.id: tm for tm in timings}
     for tm in timings:
         for a in tm.transfer.after:
-            if not (tm.transfer.id in fixed and a in fixed):
+            if a in by_id and not (tm.transfer.id in fixed and a in fixed):
                 m.add(starts[tm.transfer.id] >= _completion(by_id[a], starts, paired))
     m.minimize(horizon)
     return ExchangeModel(m, starts, paired, horizon, stats)

@@ -27,16 +27,19 @@ class IntervalSet:
         self.starts: list[int] = []
         self.ends: list[int] = []
 
-    def conflict_end(self, s: int, e: int) -> int | None:
-        """End of the first interval overlapping [s, e), or None when [s, e) is free."""
+    def earliest_fit(self, s: int, length: int, margin: int = 0) -> int:
+        """Smallest p >= s with [p - margin, p + length + margin) free of every interval."""
         starts, ends = self.starts, self.ends
-        i = bisect_right(starts, s) - 1
-        if i >= 0 and ends[i] > s:
-            return ends[i]
-        i += 1
-        if i < len(starts) and starts[i] < e:
-            return ends[i]
-        return None
+        lo = s - margin
+        i = bisect_right(starts, lo) - 1
+        if i < 0 or ends[i] <= lo:
+            i += 1
+        span = length + 2 * margin
+        n = len(starts)
+        while i < n and starts[i] < lo + span:
+            lo = ends[i]
+            i += 1
+        return lo + margin
 
     def add(self, s: int, e: int) -> None:
         i = bisect_right(self.starts, s)
@@ -160,15 +163,15 @@ class _Lanes:
 
 
 def _earliest(checks: list[tuple[IntervalSet, int, int, int]], lower: int) -> int:
+    """The earliest start >= lower that every check admits (a fixpoint over the lanes)."""
     start = lower
     moved = True
     while moved:
         moved = False
         for lane, off, length, margin in checks:
-            s = start + off
-            end = lane.conflict_end(s - margin, s + length + margin)
-            if end is not None:
-                start = end + margin - off
+            fit = lane.earliest_fit(start + off, length, margin) - off
+            if fit > start:
+                start = fit
                 moved = True
     return start
 

@@ -234,10 +234,7 @@ def load_phase(path: str | Path, spec_override: str | None = None) -> tuple[Phas
     phase, problems = _parse(read_document(p), str(p))
     if not phase.spec_ref and not spec_override:
         raise InputError(problems)
-    if spec_override:
-        spec = load_spec(spec_override)
-    else:
-        spec = load_spec(phase.spec_ref, relative_to=p.parent)
+    spec = load_spec(spec_override) if spec_override else load_spec(phase.spec_ref, relative_to=p.parent)
     problems += check_phase(phase, spec)
     if problems:
         raise InputError(problems)

@@ -24,7 +24,7 @@ def random_phase(spec: Spec, n: int, seed: int = 0, tiles: int | None = None,
     for i in range(n):
         src = rng.randrange(tiles)
         k = rng.randint(1, fanout)
-        dst = rng.sample([x for x in range(tiles) if x != src], k) if tiles <= 4096 else []
+        dst = [x if x < src else x + 1 for x in rng.sample(range(tiles - 1), k)]
         words = rng.randint(1, max_words)
         addrs = []
         for _ in range(2):

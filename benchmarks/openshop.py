@@ -1,0 +1,69 @@
+"""Open-shop benchmark: every instance of ../shared/data/openshop as an exchange phase.
+
+    .venv/bin/python benchmarks/openshop.py [--time-limit 60] [--workers 2] [--only ta]
+
+Prints one row per instance (bound, greedy, exact, best known, status, time)
+and a summary: reached best known, proved optimal, median time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import statistics
+import sys
+import time
+from pathlib import Path
+
+from ipuopt.exchange.openshop import openshop_phase, read_openshop
+from ipuopt.exchange.solve import solve
+from ipuopt.spec import load_spec
+
+DATA = Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "openshop"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--time-limit", type=float, default=60.0)
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--only", default="", help="substring of instance names to keep")
+    ap.add_argument("--data", type=Path, default=DATA)
+    args = ap.parse_args()
+    spec = load_spec("openshop")
+    with open(args.data / "INDEX.tsv") as index:
+        rows = list(csv.DictReader(index, delimiter="\t"))
+    rows = [r for r in rows if args.only in r["name"]]
+    print(f"{'instance':<16} {'set':<9} {'n x m':>6} {'bound':>6} {'greedy':>7} {'exact':>6} "
+          f"{'best':>6} {'status':<9} {'time':>7}", flush=True)
+    out = []
+    for r in rows:
+        path = args.data / r["set"] / f"{r['name']}.txt"
+        phase = openshop_phase(read_openshop(path), r["name"])
+        t0 = time.perf_counter()
+        res = solve(phase, spec, "cpsat", {"time_limit": args.time_limit, "workers": args.workers})
+        dt = time.perf_counter() - t0
+        s = res.schedule
+        best = int(r["best_known"])
+        out.append((r, s, dt))
+        print(f"{r['name']:<16} {r['set']:<9} {r['jobs'] + 'x' + r['machines']:>6} "
+              f"{s.lower_bound:>6} {s.extra['greedy_horizon']:>7} {s.horizon:>6} {best:>6} "
+              f"{s.status:<9} {dt:>6.1f}s", flush=True)
+    n = len(out)
+    reached = sum(s.horizon <= int(r["best_known"]) for r, s, _ in out)
+    better = [r["name"] for r, s, _ in out if s.horizon < int(r["best_known"])]
+    optimal = sum(s.status == "optimal" for _, s, _ in out)
+    print(f"\n{n} instances, time limit {args.time_limit:g}s, {args.workers} workers")
+    print(f"reached best known: {reached}/{n}; proved optimal: {optimal}/{n} "
+          f"({100 * optimal / max(n, 1):.1f}%); median time "
+          f"{statistics.median(dt for *_, dt in out) if out else 0:.2f}s")
+    for group in sorted({r["set"] for r, _, _ in out}):
+        g = [(r, s) for r, s, _ in out if r["set"] == group]
+        print(f"  {group:<9} optimal {sum(s.status == 'optimal' for _, s in g)}/{len(g)}, "
+              f"best known reached {sum(s.horizon <= int(r['best_known']) for r, s in g)}/{len(g)}")
+    if better:
+        print(f"below the listed best known: {', '.join(better)}")
+    sys.exit(0)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,126 @@
+"""Large-neighbourhood search for phases too big for one CP-SAT model.
+
+Start from the greedy schedule; repeatedly free a few hundred transfers (those
+whose starts lie nearest to an anchor: the transfer that sets the horizon, or
+a random one), keep every other transfer where it is, and let CP-SAT re-place
+the freed ones within a time window. Only the fixed transfers that share a
+resource with a freed one and lie close enough in time to collide with it, or
+that are linked to one by a dependency, enter the sub-model. The objective is
+the horizon first and the freed transfers' completions second, so a window
+that does not hold the horizon is still compacted. A sub-solution is kept when
+it is no worse; the whole schedule is valid after every step.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from bisect import bisect_left, bisect_right
+from collections import defaultdict
+from typing import Any
+
+from ortools.sat.python import cp_model
+
+from ipuopt.errors import InputError
+from ipuopt.exchange.backend import SolverOutput
+from ipuopt.exchange.cpsat import _completion, apply_params, build_model
+from ipuopt.exchange.phase import Phase
+from ipuopt.exchange.timing import ORDINARY, PAIRED, Timing
+from ipuopt.result import FEASIBLE
+from ipuopt.spec import Spec
+
+LNS_KEYS = ("free", "sub_time_limit")
+
+
+def _resources(tm: Timing, spec: Spec) -> set[tuple]:
+    return {(o.kind if o.kind in ("tx", "rx") else "el", o.key)
+            for w in tm.widths for o in tm.occupancies(w, spec)}
+
+
+def solve_lns(phase: Phase, spec: Spec, timings: list[Timing],
+              hint: tuple[dict[str, int], dict[str, str]], lower: int,
+              params: dict[str, Any], progress: Any = None) -> SolverOutput:
+    p = dict(params)
+    limit = float(p.pop("time_limit", 60))
+    free_n = int(p.pop("free", 200))
+    sub_limit = float(p.pop("sub_time_limit", 2.0))
+    seed = int(p.get("seed", 0) or 0)
+    if free_n < 1:
+        raise InputError.one("", "params.free", "must be >= 1")
+    rng = random.Random(seed)
+    starts, widths = dict(hint[0]), dict(hint[1])
+    by_id = {tm.transfer.id: tm for tm in timings}
+    ids = list(by_id)
+    resources = {tid: _resources(tm, spec) for tid, tm in by_id.items()}
+    users: dict[tuple, list[str]] = defaultdict(list)
+    for tid, res in resources.items():
+        for r in res:
+            users[r].append(tid)
+    succs: dict[str, list[str]] = defaultdict(list)
+    for tm in timings:
+        for a in tm.transfer.after:
+            succs[a].append(tm.transfer.id)
+    span = max((abs(o.offset) + o.length for tm in timings for w in tm.widths
+                for o in tm.occupancies(w, spec)), default=0)
+
+    def done(tid: str) -> int:
+        return starts[tid] + by_id[tid].end_offset(widths[tid])
+
+    horizon = max((done(t) for t in ids), default=0)
+    t0 = time.perf_counter()
+    history = [(0.0, horizon)]
+    steps = improved = 0
+    while time.perf_counter() - t0 < limit - 0.05 and horizon > lower and ids:
+        steps += 1
+        order = sorted(ids, key=lambda t: starts[t])
+        order_starts = [starts[t] for t in order]
+        anchor = max(ids, key=done) if rng.random() < 0.5 else rng.choice(ids)
+        a = starts[anchor]
+        i = bisect_left(order_starts, a)
+        lo_i, hi_i = max(0, i - free_n // 2), min(len(order), i + free_n // 2 + 1)
+        free = set(order[lo_i:hi_i])
+        lo = max(0, min(starts[t] for t in free) - span)
+        hi = max(starts[t] for t in free)
+        near_lo, near_hi = bisect_left(order_starts, lo - 2 * span), bisect_right(
+            order_starts, hi + 2 * span)
+        near = set(order[near_lo:near_hi])
+        keep = set(free)
+        for t in free:
+            for r in resources[t]:
+                keep.update(u for u in users[r] if u in near)
+            keep.update(by_id[t].transfer.after)
+            keep.update(succs[t])
+        fixed = {t: (starts[t], widths[t]) for t in keep if t not in free}
+        outside = max((done(t) for t in ids if t not in keep), default=0)
+        sub = [by_id[t] for t in ids if t in keep]
+        em = build_model(phase, spec, sub, horizon, max(lower, outside), fixed,
+                         {t: (lo, hi) for t in free})
+        completions = [_completion(by_id[t], em.starts, em.paired) for t in free]
+        weight = len(free) * (horizon + span + 1)
+        em.model.minimize(em.horizon * weight + sum(completions))
+        for t in free:
+            em.model.add_hint(em.starts[t], starts[t])
+            if not isinstance(em.paired[t], int):
+                em.model.add_hint(em.paired[t], widths[t] == PAIRED)
+        solver = cp_model.CpSolver()
+        remaining = limit - (time.perf_counter() - t0)
+        apply_params(solver, {**p, "time_limit": max(0.05, min(sub_limit, remaining))})
+        code = solver.solve(em.model)
+        if code not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+            continue
+        new_h = max(outside, int(solver.value(em.horizon)))
+        if new_h > horizon:
+            continue
+        for t in free:
+            starts[t] = int(solver.value(em.starts[t]))
+            lit = em.paired[t]
+            val = lit if isinstance(lit, int) else solver.boolean_value(lit)
+            widths[t] = PAIRED if val else ORDINARY
+        horizon = max((done(t) for t in ids), default=0)
+        if horizon < history[-1][1]:
+            improved += 1
+            history.append((round(time.perf_counter() - t0, 2), horizon))
+            if progress:
+                progress({"incumbent": horizon, "bound": lower})
+    info = {"lns_steps": steps, "lns_improvements": improved, "lns_history": history}
+    return SolverOutput(starts, widths, FEASIBLE, None, info)
