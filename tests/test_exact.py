@@ -13,7 +13,7 @@ from ipuopt.spec import load_spec
 
 def test_one_worker_and_seed_reproduce() -> None:
     phase, spec = load_phase(ROOT / "models" / "examples" / "small.yaml")
-    params = {"time_limit": 2, "workers": 1, "seed": 7}
+    params = {"time_limit": 0.5, "workers": 1, "seed": 7}
     a = solve(phase, spec, "cpsat", params).schedule
     b = solve(phase, spec, "cpsat", params).schedule
     assert (a.starts, a.widths, a.horizon) == (b.starts, b.widths, b.horizon)
