@@ -38,3 +38,11 @@ def test_milp_cbc_backend_agrees_with_highs() -> None:
     h = solve(phase, spec, "milp", {"solver": "highs", "time_limit": 30}).schedule
     c = solve(phase, spec, "milp", {"solver": "cbc", "time_limit": 30}).schedule
     assert h.status == c.status == "optimal" and h.horizon == c.horizon
+
+
+def test_milp_highs_survives_changing_workers() -> None:
+    spec = load_spec("test64")
+    phase = random_phase(spec, 3, seed=5, tiles=5, max_words=12)
+    for workers in (1, 2, 1):
+        res = solve(phase, spec, "milp", {"time_limit": 10, "workers": workers})
+        assert res.schedule.status == "optimal"

@@ -214,10 +214,29 @@ class _Callback(cp_model.CpSolverSolutionCallback):
                        "bound": int(self.best_objective_bound), "elapsed": self.wall_time})
 
 
+def _read(solver: cp_model.CpSolver, em: ExchangeModel) -> tuple[dict[str, int], dict[str, str]]:
+    starts = {tid: v if isinstance(v, int) else int(solver.value(v)) for tid, v in em.starts.items()}
+    widths = {tid: (PAIRED if (lit if isinstance(lit, int) else solver.boolean_value(lit))
+                    else ORDINARY) for tid, lit in em.paired.items()}
+    return starts, widths
+
+
 def solve_cpsat(phase: Phase, spec: Spec, timings: list[Timing],
                 hint: tuple[dict[str, int], dict[str, str]], lower: int,
                 params: dict[str, Any], progress: Any = None) -> SolverOutput:
-    """Minimise the horizon; the greedy schedule is the hint and the fallback."""
+    """Minimise the horizon; the greedy schedule is the hint and the fallback.
+
+    With a time limit, the first `prove_split` of it (default 0.5) optimises;
+    if that ends unproved, the rest asks the plain decision question "is there
+    a schedule shorter than the incumbent?" repeatedly. Without an objective
+    CP-SAT's propagation often refutes it far sooner than the optimiser moves
+    its bound (Brucker's open-shop instances: seconds against minutes).
+    """
+    params = dict(params)
+    split = float(params.pop("prove_split", 0.5))
+    limit = params.get("time_limit")
+    if not 0 < split <= 1:
+        raise InputError.one("", "params.prove_split", "must be in (0, 1]")
     starts0, widths0 = hint
     upper = max((starts0[tm.transfer.id] + tm.end_offset(widths0[tm.transfer.id])
                  for tm in timings), default=0)
@@ -231,19 +250,48 @@ def solve_cpsat(phase: Phase, spec: Spec, timings: list[Timing],
     em.model.add_hint(em.horizon, upper)
     build = time.perf_counter() - t0
     solver = cp_model.CpSolver()
-    apply_params(solver, params)
+    first = {**params, "time_limit": float(limit) * split} if limit is not None else params
+    apply_params(solver, first)
     if progress is not None and hasattr(solver, "best_bound_callback"):
         solver.best_bound_callback = lambda b: progress({"bound": int(b), "incumbent": None})
     code = solver.solve(em.model, _Callback(progress) if progress else None)
-    info = {"build_s": round(build, 3), "solve_s": round(solver.wall_time, 3), **em.stats}
-    bound = int(solver.best_objective_bound) if code in _STATUS else None
+    info = {"build_s": round(build, 3), **em.stats}
     if code == cp_model.INFEASIBLE:
         # The hint is feasible with horizon `upper`, so this means lower > upper: greedy is optimal.
         return SolverOutput(starts0, widths0, OPTIMAL, upper, info)
     if code not in _STATUS:
-        return SolverOutput(starts0, widths0, FALLBACK, None, info)
-    starts = {tid: int(solver.value(v)) if not isinstance(v, int) else v
-              for tid, v in em.starts.items()}
-    widths = {tid: (PAIRED if (lit if isinstance(lit, int) else solver.boolean_value(lit))
-                    else ORDINARY) for tid, lit in em.paired.items()}
-    return SolverOutput(starts, widths, _STATUS[code], bound, info)
+        if limit is None or split >= 1:
+            return SolverOutput(starts0, widths0, FALLBACK, None, info)
+        starts, widths, status, bound, incumbent = starts0, widths0, FALLBACK, lower, upper
+    else:
+        starts, widths = _read(solver, em)
+        status, bound = _STATUS[code], int(solver.best_objective_bound)
+        incumbent = int(solver.value(em.horizon))
+    if status != OPTIMAL and limit is not None and split < 1:
+        em.model.clear_objective()
+        em.model.clear_hints()
+        proved = 0
+        while incumbent > bound:
+            remaining = float(limit) - (time.perf_counter() - t0)
+            if remaining < 0.1:
+                break
+            em.model.add(em.horizon <= incumbent - 1)
+            decide = cp_model.CpSolver()
+            apply_params(decide, {**params, "time_limit": remaining})
+            code = decide.solve(em.model)
+            if code == cp_model.INFEASIBLE:
+                bound = incumbent
+                proved += 1
+            elif code in _STATUS:
+                starts, widths = _read(decide, em)
+                incumbent = int(decide.value(em.horizon))
+                status = FEASIBLE
+                if progress:
+                    progress({"incumbent": incumbent, "bound": bound})
+            else:
+                break
+        info["decision_steps"] = proved
+        if incumbent <= bound:
+            status = OPTIMAL
+    info["solve_s"] = round(time.perf_counter() - t0 - build, 3)
+    return SolverOutput(starts, widths, status, bound, info)

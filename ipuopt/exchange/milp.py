@@ -123,7 +123,9 @@ def _quiet_stdout(active: bool) -> Iterator[None]:
 
 def _backend(name: str, limit: float | None, threads: int | None, msg: bool) -> Any:
     if name == "highs":
-        return pulp.HiGHS(msg=msg, timeLimit=limit, threads=threads)
+        # No `threads`: HiGHS keeps one global scheduler per process, and a solve asking for
+        # another thread count than the first one fails without a solution.
+        return pulp.HiGHS(msg=msg, timeLimit=limit)
     if name == "cbc":
         return pulp.PULP_CBC_CMD(msg=msg, timeLimit=limit, threads=threads)
     raise InputError.one("", "params.solver", f"unknown MILP solver {name!r} (highs or cbc)")
