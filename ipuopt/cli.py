@@ -216,6 +216,102 @@ def compare_cmd(
                   f"{r['horizon']:>8} {r['status']:<9} {_pct(r['gap']):>7} {r['time_s']:>6.2f}s")
 
 
+def _parse_layouts(items: list[str], spec) -> dict:
+    from ipuopt.workloads.gemm import GemmLayout
+
+    out = {}
+    for item in items:
+        if "=" not in item:
+            raise InputError.one("", "--layout", f"{item!r} is not OP=RxCxP/AxB[/REGION]")
+        op, text = item.split("=", 1)
+        out[op.strip()] = GemmLayout.parse(text, spec)
+    return out
+
+
+@app.command("gen")
+def gen_cmd(
+    workload: Annotated[str, typer.Argument(help="Workload name under models/ or a file.")],
+    spec: Annotated[str, typer.Option(help="Spec name or file.")] = "gc200",
+    layout: Annotated[list[str], typer.Option(help="OP=RxCxP/AxB[/REGION], repeatable.")] = [],  # noqa: B006
+    out_dir: Annotated[Path | None, typer.Option(help="Write one phase file per phase here.")] = None,
+    arena: Annotated[bool, typer.Option(help="Also write the workload's arena file.")] = False,
+    json_out: JsonOpt = False,
+) -> None:
+    """Generate every exchange phase a workload needs with the chosen GEMM layouts."""
+    from ipuopt.workloads.phases import generate, phase_stats
+    from ipuopt.workloads.workload import load_workload
+
+    wl = load_workload(workload)
+    sp = load_spec(spec)
+    gen = generate(wl, sp, _parse_layouts(layout, sp))
+    rows = []
+    for gp in gen.phases:
+        st = phase_stats(gp, sp)
+        if out_dir is not None:
+            out_dir.mkdir(parents=True, exist_ok=True)
+            path = out_dir / f"{wl.name}-{gp.phase.name}.json"
+            doc = gp.phase.to_dict()
+            doc["spec"] = sp.name
+            write_json(path, doc)
+            st["file"] = str(path)
+        rows.append(st)
+    if arena and out_dir is not None:
+        from ipuopt.workloads.arena_export import arena_document
+
+        doc = arena_document(gen)
+        path = out_dir / f"{wl.name}-arena.yaml"
+        write_atomic(path, yaml.safe_dump(doc, sort_keys=False, width=200))
+    layouts = {op: c.to_dict() for op, c in gen.layouts.items()}
+    if json_out:
+        print(json.dumps({"workload": wl.name, "spec": sp.name, "layouts": layouts,
+                          "phases": rows}, indent=1))
+        return
+    for op, c in layouts.items():
+        print(f"{op:<10} {c['layout']:<28} tiles {c['tiles']:>5}  compute {c['compute']:>8}  "
+              f"memory {c['memory']}")
+    print(f"{'phase':<28} {'transfers':>9} {'endpoints':>9} {'src words':>10} {'delivered':>10} "
+          f"{'bound':>7}  fanout")
+    for r in rows:
+        fan = " ".join(f"{k}:{v}" for k, v in r["fanout"].items())
+        print(f"{r['phase']:<28} {r['transfers']:>9} {r['endpoints']:>9} {r['source_words']:>10} "
+              f"{r['delivered_words']:>10} {r['endpoint_bound']:>7}  {fan}")
+
+
+@app.command("layouts")
+def layouts_cmd(
+    workload: Annotated[str, typer.Argument(help="Workload name under models/ or a file.")],
+    spec: Annotated[str, typer.Option(help="Spec name or file.")] = "gc200",
+    op: Annotated[str | None, typer.Option(help="Only this GEMM.")] = None,
+    top: Annotated[int, typer.Option(help="Print the N fastest (0: all).")] = 10,
+    min_utilisation: Annotated[float, typer.Option(help="Least fraction of tiles used.")] = 0.5,
+    json_out: JsonOpt = False,
+) -> None:
+    """Every valid candidate layout per GEMM: compute, memory per region, output layout."""
+    from ipuopt.workloads.gemm import enumerate_candidates
+    from ipuopt.workloads.workload import load_workload
+
+    wl = load_workload(workload)
+    sp = load_spec(spec)
+    result = {}
+    for o in wl.operators:
+        if o.kind != "gemm" or (op and o.name != op):
+            continue
+        cands = sorted(enumerate_candidates(wl, o, sp, min_utilisation),
+                       key=lambda c: (c.compute_cycles, c.layout.label))
+        result[o.name] = (len(cands), cands[:top] if top else cands)
+    if op and not result:
+        raise InputError.one(wl.source, "--op", f"no GEMM named {op!r}")
+    if json_out:
+        print(json.dumps({name: {"count": n, "candidates": [c.to_dict() for c in cs]}
+                          for name, (n, cs) in result.items()}, indent=1))
+        return
+    for name, (n, cs) in result.items():
+        print(f"{name}: {n} valid layouts on {sp.name}")
+        for c in cs:
+            print(f"  {c.layout.label:<30} tiles {c.tiles_used:>5}  compute {c.compute_cycles:>9}  "
+                  f"memory {c.memory}  -> {c.output}")
+
+
 @specs_app.command("list")
 def specs_list() -> None:
     """Shipped specs, with tile count and description."""

@@ -32,6 +32,15 @@ _SCHEMA: dict[str, Any] = {
         {"base": ("nonneg", True), "size": ("pos", True), "regions": ("regions", True)},
         True,
     ),
+    # ipuopt extension (not in the exchange model doc): kernel rates for workload pricing.
+    "compute": (
+        {
+            "f16_macs_per_cycle": ("posnum", False),
+            "f32_macs_per_cycle": ("posnum", False),
+            "elementwise_bytes_per_cycle": ("posnum", False),
+        },
+        False,
+    ),
     "exchange": (
         {
             "word_bytes": ("pos", True),
@@ -49,6 +58,11 @@ _SCHEMA: dict[str, Any] = {
         True,
     ),
 }
+
+
+# Assumed when a spec gives no `compute` section: the GC200 figures below.
+DEFAULT_COMPUTE = {"f16_macs_per_cycle": 64, "f32_macs_per_cycle": 16,
+                   "elementwise_bytes_per_cycle": 16}
 
 
 @dataclass(frozen=True)
@@ -92,6 +106,7 @@ class Spec:
     memory_size: int
     regions: tuple[Region, ...]
     exchange: Exchange
+    compute: dict[str, float] | None = None
     source: str = ""
     raw: dict | None = None  # the merged document, for `specs show`
 
@@ -303,6 +318,7 @@ def spec_from_dict(doc: dict, file: str = "") -> Spec:
         name=doc["name"], description=doc.get("description", ""), clock_hz=doc["clock_hz"],
         tiles=doc["tiles"], pairs=pairs, memory_base=base, memory_size=mem["size"],
         regions=regions, exchange=exchange, source=file, raw=doc,
+        compute={**DEFAULT_COMPUTE, **(doc.get("compute") or {})},
     )
 
 

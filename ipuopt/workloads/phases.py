@@ -1,0 +1,356 @@
+"""Exchange phases implied by a workload, its GEMM layouts and a spec.
+
+Walks the operators in order, keeping for every tensor its layout (which tile
+holds which box, at which address). A GEMM needs its A blocks multicast along
+the grid's columns and its B blocks along the rows (weights are stored once, on
+row 0 of the grid, and broadcast); these needs are routed from the current
+layouts (phase `<op>-input` when reading a graph input, `<op>-redistribution`
+otherwise). With P > 1 partials, phase `<op>-reduction` sends every partial
+piece to its owner. Elementwise operators run in place on their input layout.
+
+Addresses come from an SPMD first-fit allocator (one offset per buffer on all
+tiles, 8-byte aligned): every operator allocates its A, B, partial, receive
+and output buffers; operator temporaries are freed when it ends, a tensor's
+buffer when its last consumer ends. An intersection box is addressed at its
+first element's row-major position inside the holding buffer.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ipuopt.errors import InputError
+from ipuopt.exchange.bounds import endpoint_bound
+from ipuopt.exchange.phase import Phase, Transfer
+from ipuopt.exchange.timing import phase_timings
+from ipuopt.spec import Spec
+from ipuopt.workloads.boxes import Box, View, linear_index, split, volume
+from ipuopt.workloads.gemm import (
+    ALIGN,
+    PARTIAL_BYTES,
+    Candidate,
+    GemmLayout,
+    activation_region,
+    default_layout,
+    price,
+)
+from ipuopt.workloads.workload import Operator, Workload
+
+
+@dataclass(frozen=True)
+class Piece:
+    tile: int
+    box: Box   # stored coordinates of the tensor
+    addr: int  # byte address of the box's first element... of the buffer row-major over `box`
+
+
+@dataclass(frozen=True)
+class Need:
+    tiles: tuple[int, ...]
+    box: Box
+    addr: int
+
+
+@dataclass(frozen=True)
+class Delivery:
+    """What a transfer carries, for coverage checks: a box of a tensor (or partial sums)."""
+
+    transfer: str
+    tensor: str
+    box: Box
+    src: int
+    dst: tuple[int, ...]
+
+
+@dataclass
+class GeneratedPhase:
+    phase: Phase
+    deliveries: list[Delivery]
+    needs: dict[str, list[Need]]  # tensor -> what the consumer needs (for coverage checks)
+    sources: dict[str, list[Piece]]  # tensor -> where it was before the phase
+
+
+@dataclass
+class Generation:
+    workload: Workload
+    spec: Spec
+    layouts: dict[str, Candidate]
+    phases: list[GeneratedPhase] = field(default_factory=list)
+    buffers: list[dict] = field(default_factory=list)  # SPMD buffers with live op ranges
+
+
+class SpmdAllocator:
+    """First-fit SPMD allocation per region: one offset serves every tile."""
+
+    def __init__(self, spec: Spec) -> None:
+        self.regions = {r.name: r for r in spec.regions}
+        self.live: dict[str, list[tuple[int, int, str]]] = {r: [] for r in self.regions}
+        self.log: list[dict] = []
+
+    def alloc(self, region: str, size: int, tag: str, step: int) -> int:
+        size = -(-max(size, 1) // ALIGN) * ALIGN + ALIGN  # slack for word rounding
+        reg = self.regions[region]
+        at = 0
+        for off, sz, _ in sorted(self.live[region]):
+            if at + size <= off:
+                break
+            at = max(at, off + sz)
+        if at + size > reg.size:
+            used = sum(sz for _, sz, _ in self.live[region])
+            raise InputError.one("", "layout", f"buffer {tag} ({size} B) does not fit region "
+                                               f"{region} ({reg.size} B, {used} B live)")
+        self.live[region].append((at, size, tag))
+        self.log.append({"id": tag, "region": region, "offset": at, "size": size,
+                         "first": step, "end": None})
+        return reg.start + at
+
+    def free(self, tag: str, step: int) -> None:
+        for region, items in self.live.items():
+            self.live[region] = [x for x in items if x[2] != tag]
+        for entry in self.log:
+            if entry["id"] == tag and entry["end"] is None:
+                entry["end"] = step
+
+
+class _Router:
+    """Routes needs from a layout's pieces: one multicast per (piece, need) overlap."""
+
+    def __init__(self, wl: Workload, spec: Spec, name: str) -> None:
+        self.wl, self.spec = wl, spec
+        self.transfers: list[Transfer] = []
+        self.deliveries: list[Delivery] = []
+        self.name = name
+
+    def route(self, tensor: str, pieces: list[Piece], needs: list[Need], elem: int) -> None:
+        if not pieces or not needs:
+            return
+        lo = np.array([[b[0] for b in p.box] for p in pieces])
+        hi = np.array([[b[1] for b in p.box] for p in pieces])
+        wb = self.spec.exchange.word_bytes
+        fan = self.spec.exchange.max_fanout
+        for need in needs:
+            nlo = np.array([b[0] for b in need.box])
+            nhi = np.array([b[1] for b in need.box])
+            ilo, ihi = np.maximum(lo, nlo), np.minimum(hi, nhi)
+            hit = np.nonzero(np.all(ilo < ihi, axis=1))[0]
+            for i in hit:
+                piece = pieces[i]
+                box = tuple((int(a), int(b)) for a, b in zip(ilo[i], ihi[i], strict=True))
+                dst = tuple(t for t in need.tiles if t != piece.tile)
+                if not dst:
+                    continue
+                first = (box[0][0], box[1][0], box[2][0])
+                src_addr = piece.addr + linear_index(piece.box, first) * elem
+                dst_addr = need.addr + linear_index(need.box, first) * elem
+                words = math.ceil(volume(box) * elem / wb)  # type: ignore[arg-type]
+                for k in range(0, len(dst), fan):
+                    tid = f"{self.name}.{len(self.transfers)}"
+                    chunk = dst[k:k + fan]
+                    self.transfers.append(Transfer(tid, piece.tile, chunk, words, src_addr,
+                                                   dst_addr))
+                    self.deliveries.append(Delivery(tid, tensor, box, piece.tile, chunk))  # type: ignore[arg-type]
+
+
+def _grid_tile(lay: GemmLayout, g: int, r: int, c: int, p: int) -> int:
+    return ((g * lay.parts + p) * lay.rows + r) * lay.cols + c
+
+
+def _stored(view: View, wl: Workload, box: Box) -> list[Box]:
+    return view.to_stored(box, wl.tensors[view.tensor].shape)
+
+
+def _default_input_layout(wl: Workload, spec: Spec, tensor: str, alloc: SpmdAllocator,
+                          step: int) -> list[Piece]:
+    """Graph inputs arrive split by rows over the first tiles (batch and columns whole)."""
+    b, rows, cols = wl.tensors[tensor].shape
+    parts = split(rows, min(rows, spec.tiles))
+    biggest = max(hi - lo for lo, hi in parts) * b * cols * wl.elem_bytes
+    addr = alloc.alloc(activation_region(spec), biggest, tensor, step)
+    return [Piece(t, ((0, b), rr, (0, cols)), addr) for t, rr in enumerate(parts)]
+
+
+def generate(wl: Workload, spec: Spec, chosen: dict[str, GemmLayout] | None = None,
+             ) -> Generation:
+    """Every exchange phase of the workload with the chosen (or default) GEMM layouts."""
+    chosen = dict(chosen or {})
+    unknown = set(chosen) - {o.name for o in wl.operators if o.kind == "gemm"}
+    if unknown:
+        raise InputError.one("", "--layout", f"no GEMM named {sorted(unknown)[0]!r} in {wl.name}")
+    layouts: dict[str, Candidate] = {}
+    for op in wl.operators:
+        if op.kind != "gemm":
+            continue
+        if op.name in chosen:
+            cand = price(wl, op, chosen[op.name], spec)
+            if cand is None:
+                raise InputError.one("", "--layout", f"{op.name}={chosen[op.name].label} is not "
+                                                     f"valid on {spec.name} (grid or memory)")
+        else:
+            cand = default_layout(wl, op, spec)
+        layouts[op.name] = cand
+    gen = Generation(wl, spec, layouts)
+    alloc = SpmdAllocator(spec)
+    held: dict[str, list[Piece]] = {}
+    remaining = {t: len(ops) for t, ops in wl.consumers.items()}
+    for step, op in enumerate(wl.operators):
+        if op.kind == "elementwise":
+            src = op.inputs[0].tensor
+            old = held[src]
+            new_base = alloc.alloc(activation_region(spec),
+                                   _layout_bytes(old, wl.elem_bytes), op.out.tensor, step)
+            base = min(p.addr for p in old)
+            held[op.out.tensor] = [Piece(p.tile, p.box, new_base + p.addr - base) for p in old]
+        else:
+            _gemm(gen, op, layouts[op.name], held, alloc, step)
+        for v in op.inputs:
+            remaining[v.tensor] -= 1
+            if remaining[v.tensor] == 0:
+                alloc.free(v.tensor, step + 1)
+    gen.buffers = alloc.log
+    return gen
+
+
+def _layout_bytes(pieces: list[Piece], elem: int) -> int:
+    base = min(p.addr for p in pieces)
+    return max(p.addr - base + volume(p.box) * elem for p in pieces)
+
+
+def _gemm(gen: Generation, op: Operator, cand: Candidate, held: dict[str, list[Piece]],
+          alloc: SpmdAllocator, step: int) -> None:
+    wl, spec = gen.workload, gen.spec
+    lay = cand.layout
+    batch, m, k, n = wl.gemm_dims(op)
+    e = wl.elem_bytes
+    act = activation_region(spec)
+    bsplit = [(g * cand.batches_per_group, min(batch, (g + 1) * cand.batches_per_group))
+              for g in range(cand.groups)]
+    msplit, ksplit, nsplit = split(m, lay.rows), split(k, lay.parts), split(n, lay.cols)
+    mb, kb, nb = (max(hi - lo for lo, hi in s) for s in (msplit, ksplit, nsplit))
+    bb = cand.batches_per_group
+    tag = op.name
+    a_addr = alloc.alloc(act, bb * mb * kb * e, f"{tag}.a", step)
+    b_addr = alloc.alloc(lay.weight_region, bb * kb * nb * e, f"{tag}.b", step)
+    a_view, b_view = op.inputs
+    reading_input = any(wl.tensors[v.tensor].input for v in op.inputs)
+    kind = "input" if reading_input else "redistribution"
+    router = _Router(wl, spec, f"{op.name}-{kind}")
+    needs: dict[str, list[Need]] = {a_view.tensor: [], b_view.tensor: []}
+    sources: dict[str, list[Piece]] = {}
+    for g, bl in enumerate(bsplit):
+        for r, rr in enumerate(msplit):
+            for p, kk in enumerate(ksplit):
+                tiles = tuple(_grid_tile(lay, g, r, c, p) for c in range(lay.cols))
+                _add_needs(needs[a_view.tensor], wl, a_view, (bl, rr, kk), tiles, a_addr, e)
+    weight = wl.tensors[b_view.tensor].weight
+    home: list[Piece] = []
+    for g, bl in enumerate(bsplit):
+        for p, kk in enumerate(ksplit):
+            for c, cc in enumerate(nsplit):
+                tiles = tuple(_grid_tile(lay, g, r, c, p) for r in range(lay.rows))
+                if weight:  # stored once on row 0 of the grid, broadcast to the other rows
+                    off = b_addr
+                    for sb in _stored(b_view, wl, (bl, kk, cc)):
+                        home.append(Piece(tiles[0], sb, off))
+                        off += volume(sb) * e
+                _add_needs(needs[b_view.tensor], wl, b_view, (bl, kk, cc), tiles, b_addr, e)
+    if weight:
+        held[b_view.tensor] = home
+    if a_view.tensor not in held:
+        held[a_view.tensor] = _default_input_layout(wl, spec, a_view.tensor, alloc, step)
+    for v in (a_view, b_view):
+        if v.tensor not in sources:
+            sources[v.tensor] = held[v.tensor]
+            router.route(v.tensor, held[v.tensor], needs[v.tensor], e)
+    gen.phases.append(_finish(router, spec, needs, sources))
+    # Partials, reduction and the output layout.
+    p_bytes = PARTIAL_BYTES if lay.parts > 1 else e
+    part_addr = alloc.alloc(act, bb * mb * nb * p_bytes, f"{tag}.partial", step)
+    out_pieces: list[Piece] = []
+    if lay.parts == 1:
+        for g, bl in enumerate(bsplit):
+            for r, rr in enumerate(msplit):
+                for c, cc in enumerate(nsplit):
+                    off = part_addr
+                    for sb in _stored(op.out, wl, (bl, rr, cc)):
+                        out_pieces.append(Piece(_grid_tile(lay, g, r, c, 0), sb, off))
+                        off += volume(sb) * e
+    else:
+        pa, pb = math.ceil(mb / lay.sub_a), math.ceil(nb / lay.sub_b)
+        slot = -(-bb * pa * pb * PARTIAL_BYTES // ALIGN) * ALIGN
+        recv_addr = alloc.alloc(act, (lay.parts - 1) * slot, f"{tag}.recv", step)
+        out_addr = alloc.alloc(act, bb * pa * pb * e, op.out.tensor, step)
+        red = _Router(wl, spec, f"{op.name}-reduction")
+        red_needs: list[Need] = []
+        partial_name = f"{op.name}.partial"
+        partial_pieces: list[Piece] = []
+        for g, bl in enumerate(bsplit):
+            for r, rr in enumerate(msplit):
+                for c, cc in enumerate(nsplit):
+                    block = (bl, rr, cc)
+                    for p in range(lay.parts):
+                        partial_pieces.append(Piece(_grid_tile(lay, g, r, c, p),
+                                                    _tagged(block, p), part_addr))
+                    for i, ra in enumerate(split(rr[1] - rr[0], lay.sub_a)):
+                        for j, cb in enumerate(split(cc[1] - cc[0], lay.sub_b)):
+                            owner = i * lay.sub_b + j
+                            pbox = (bl, (rr[0] + ra[0], rr[0] + ra[1]),
+                                    (cc[0] + cb[0], cc[0] + cb[1]))
+                            owner_tile = _grid_tile(lay, g, r, c, owner)
+                            for q, p in enumerate(x for x in range(lay.parts) if x != owner):
+                                red_needs.append(Need((owner_tile,), _tagged(pbox, p),
+                                                      recv_addr + q * slot))
+                            off = out_addr
+                            for sb in _stored(op.out, wl, pbox):
+                                out_pieces.append(Piece(owner_tile, sb, off))
+                                off += volume(sb) * e
+        red.route(partial_name, partial_pieces, red_needs, PARTIAL_BYTES)
+        gen.phases.append(_finish(red, spec, {partial_name: red_needs},
+                                  {partial_name: partial_pieces}))
+        alloc.free(f"{tag}.recv", step + 1)
+    if lay.parts == 1:
+        # the partial buffer is the output: keep it under the tensor's name
+        for entry in alloc.log:
+            if entry["id"] == f"{tag}.partial":
+                entry["id"] = op.out.tensor
+        for region, items in alloc.live.items():
+            alloc.live[region] = [(o, s, op.out.tensor if t == f"{tag}.partial" else t)
+                                  for o, s, t in items]
+    else:
+        alloc.free(f"{tag}.partial", step + 1)
+    held[op.out.tensor] = out_pieces
+    for t in (f"{tag}.a", f"{tag}.b"):
+        alloc.free(t, step + 1)
+
+
+def _tagged(box: Box, partial: int) -> Box:
+    """Partial sums of partial p live in batch-slot p of a 4-D-free encoding: shift batch."""
+    (b0, b1), rr, cc = box
+    return ((partial * 1_000_000 + b0, partial * 1_000_000 + b1), rr, cc)
+
+
+def _add_needs(out: list[Need], wl: Workload, view: View, vbox: Box, tiles: tuple[int, ...],
+               base: int, elem: int) -> None:
+    off = base
+    for sb in _stored(view, wl, vbox):
+        out.append(Need(tiles, sb, off))
+        off += volume(sb) * elem
+
+
+def _finish(router: _Router, spec: Spec, needs: dict, sources: dict) -> GeneratedPhase:
+    phase = Phase(spec_ref=spec.name, transfers=router.transfers, name=router.name)
+    return GeneratedPhase(phase, router.deliveries, needs, sources)
+
+
+def phase_stats(gp: GeneratedPhase, spec: Spec) -> dict:
+    ts = gp.phase.transfers
+    fan = Counter(len(t.dst) for t in ts)
+    bound = endpoint_bound(phase_timings(gp.phase, spec), spec).value if ts else 0
+    return {"phase": gp.phase.name, "transfers": len(ts),
+            "endpoints": sum(len(t.dst) for t in ts),
+            "source_words": sum(t.words for t in ts),
+            "delivered_words": sum(t.words * len(t.dst) for t in ts),
+            "fanout": dict(sorted(fan.items())), "endpoint_bound": bound}

@@ -1,0 +1,131 @@
+"""A workload: tensors and a chain of operators (GEMMs and elementwise ops), from YAML."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ipuopt.data_files import data_dir
+from ipuopt.errors import InputError, Problem
+from ipuopt.io import read_document
+from ipuopt.workloads.boxes import View
+
+DTYPE_BYTES = {"f16": 2, "f32": 4}
+
+
+@dataclass(frozen=True)
+class Tensor:
+    name: str
+    shape: tuple[int, int, int]  # stored as [batch, rows, cols]; matrices have batch 1
+    input: bool = False
+    weight: bool = False
+
+
+@dataclass(frozen=True)
+class Operator:
+    name: str
+    kind: str  # gemm | elementwise
+    inputs: tuple[View, ...]  # gemm: (a, b); elementwise: (in,)
+    out: View
+    batch: int = 1
+
+
+@dataclass
+class Workload:
+    name: str
+    dtype: str
+    tensors: dict[str, Tensor]
+    operators: list[Operator]
+    source: str = ""
+    consumers: dict[str, list[str]] = field(default_factory=dict)
+
+    @property
+    def elem_bytes(self) -> int:
+        return DTYPE_BYTES[self.dtype]
+
+    def gemm_dims(self, op: Operator) -> tuple[int, int, int, int]:
+        """(batch, M, K, N) of a GEMM from its operand views."""
+        a, b = op.inputs
+        _, m, k = a.shape(self.tensors[a.tensor].shape)
+        _, _, n = b.shape(self.tensors[b.tensor].shape)
+        return op.batch, m, k, n
+
+
+def _view(raw: Any, where: str, tensors: dict, file: str, problems: list[Problem]) -> View | None:
+    if isinstance(raw, str):
+        raw = {"tensor": raw}
+    if not isinstance(raw, dict) or raw.get("tensor") not in tensors:
+        problems.append(Problem(file, where, f"unknown tensor {raw!r}"))
+        return None
+    unknown = set(raw) - {"tensor", "heads", "transpose"}
+    if unknown:
+        problems.append(Problem(file, f"{where}.{sorted(unknown)[0]}", "unknown key"))
+    heads = raw.get("heads", 0)
+    if heads:
+        shape = tensors[raw["tensor"]].shape
+        if shape[0] != 1 or shape[2] % heads:
+            problems.append(Problem(file, f"{where}.heads",
+                                    f"{heads} heads do not divide the columns of {shape}"))
+    return View(raw["tensor"], int(heads), bool(raw.get("transpose", False)))
+
+
+def workload_from_dict(doc: Any, file: str = "") -> Workload:
+    if not isinstance(doc, dict):
+        raise InputError.one(file, "", "a workload must be a mapping")
+    problems: list[Problem] = []
+    dtype = doc.get("dtype", "f16")
+    if dtype not in DTYPE_BYTES:
+        problems.append(Problem(file, "dtype", f"one of {', '.join(DTYPE_BYTES)}"))
+    tensors: dict[str, Tensor] = {}
+    for name, t in (doc.get("tensors") or {}).items():
+        shape = t.get("shape") if isinstance(t, dict) else None
+        if not (isinstance(shape, list) and len(shape) in (2, 3)
+                and all(isinstance(x, int) and x > 0 for x in shape)):
+            problems.append(Problem(file, f"tensors.{name}.shape", "2 or 3 positive integers"))
+            continue
+        shape3 = tuple([1, *shape]) if len(shape) == 2 else tuple(shape)
+        tensors[name] = Tensor(name, shape3, bool(t.get("input")), bool(t.get("weight")))
+    ops: list[Operator] = []
+    for i, o in enumerate(doc.get("operators") or []):
+        where = f"operators[{i}]"
+        kind = o.get("kind")
+        if kind == "gemm":
+            ins = (_view(o.get("a"), f"{where}.a", tensors, file, problems),
+                   _view(o.get("b"), f"{where}.b", tensors, file, problems))
+        elif kind == "elementwise":
+            ins = (_view(o.get("in"), f"{where}.in", tensors, file, problems),)
+        else:
+            problems.append(Problem(file, f"{where}.kind", "gemm or elementwise"))
+            continue
+        out = _view(o.get("out"), f"{where}.out", tensors, file, problems)
+        if None in ins or out is None:
+            continue
+        op = Operator(str(o.get("name", f"op{i}")), kind, ins, out, int(o.get("batch", 1)))  # type: ignore[arg-type]
+        ops.append(op)
+    wl = Workload(str(doc.get("name", "")), dtype, tensors, ops, file)
+    for op in ops:
+        if op.kind == "gemm":
+            a, b = op.inputs
+            sa = a.shape(tensors[a.tensor].shape)
+            sb = b.shape(tensors[b.tensor].shape)
+            so = op.out.shape(tensors[op.out.tensor].shape)
+            if sa[2] != sb[1] or so != (op.batch, sa[1], sb[2]) or sa[0] != op.batch or sb[0] != op.batch:
+                problems.append(Problem(file, f"operator {op.name}",
+                                        f"shapes do not chain: a {sa} x b {sb} -> out {so}, "
+                                        f"batch {op.batch}"))
+        elif tensors[op.inputs[0].tensor].shape != tensors[op.out.tensor].shape:
+            problems.append(Problem(file, f"operator {op.name}", "elementwise in and out differ in shape"))
+        for v in op.inputs:
+            wl.consumers.setdefault(v.tensor, []).append(op.name)
+    if problems:
+        raise InputError(problems)
+    return wl
+
+
+def load_workload(ref: str | Path) -> Workload:
+    """A workload by path or by name under models/."""
+    path = Path(ref)
+    if not path.is_file():
+        path = data_dir("models") / f"{ref}.yaml"
+    return workload_from_dict(read_document(path), str(path))

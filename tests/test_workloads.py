@@ -1,0 +1,150 @@
+"""Workloads: candidate enumeration, phase construction and coverage."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from ipuopt.errors import InputError
+from ipuopt.exchange.phase import check_phase
+from ipuopt.spec import load_spec, spec_names
+from ipuopt.workloads.boxes import View, intersect, volume
+from ipuopt.workloads.gemm import GemmLayout, enumerate_candidates, price
+from ipuopt.workloads.phases import generate
+from ipuopt.workloads.workload import load_workload
+
+
+def test_enumeration_matches_independent_count() -> None:
+    spec = load_spec("test64")
+    wl = load_workload("mini-mlp")
+    op = wl.operators[0]
+    batch, m, k, n = wl.gemm_dims(op)
+    cands = enumerate_candidates(wl, op, spec, min_utilisation=0.0)
+    expected = 0
+    for r in range(1, m + 1):
+        for c in range(1, n + 1):
+            for p in range(1, k + 1):
+                if r * c * p > spec.tiles:
+                    continue
+                mb, nb = math.ceil(m / r), math.ceil(n / c)
+                for a in (a for a in range(1, p + 1) if p % a == 0):
+                    if a <= mb and p // a <= nb:
+                        expected += len(spec.regions)  # mini-mlp blocks fit either region
+    assert len(cands) == expected
+    for cand in cands:
+        lay = cand.layout
+        assert cand.tiles_used == cand.groups * lay.rows * lay.cols * lay.parts <= spec.tiles
+        assert lay.rows <= m and lay.cols <= n and lay.parts <= k
+        assert lay.sub_a * lay.sub_b == lay.parts
+        for region in spec.regions:
+            assert cand.memory.get(region.name, 0) <= region.size
+
+
+def test_utilisation_filter_and_memory_limit() -> None:
+    spec = load_spec("gc200")
+    wl = load_workload("siglip-mlp")
+    gemm1 = wl.operators[0]
+    assert all(c.tiles_used >= 0.5 * spec.tiles for c in enumerate_candidates(wl, gemm1, spec))
+    # one tile cannot hold x, w1 and the result: 729*1152 + 1152*4304 + ... f16 words
+    assert price(wl, gemm1, GemmLayout.parse("1x1x1", spec), spec) is None
+    fits = price(wl, gemm1, GemmLayout.parse("4x92x4/4x1", spec), spec)
+    assert fits is not None and fits.tiles_used == 1472
+    with pytest.raises(InputError):
+        GemmLayout.parse("4x92x4/3x1", spec)
+
+
+def test_batched_groups() -> None:
+    spec = load_spec("test64")
+    wl = load_workload("mini-attention")
+    scores = next(o for o in wl.operators if o.name == "scores")
+    cand = price(wl, scores, GemmLayout.parse("2x2x2/2x1", spec), spec)
+    assert cand is not None and cand.groups == 4 and cand.batches_per_group == 1
+
+
+def _coverage(gen) -> None:
+    """Every needed box reaches every tile that needs it exactly once (delivered + local)."""
+    for gp in gen.phases:
+        by_tile: dict[tuple[str, int], list] = {}
+        for d in gp.deliveries:
+            for t in d.dst:
+                by_tile.setdefault((d.tensor, t), []).append(d.box)
+        for tensor, needs in gp.needs.items():
+            delivered = 0
+            for need in needs:
+                for tile in need.tiles:
+                    got = sum(volume(b2) for b in by_tile.get((tensor, tile), ())
+                              if (b2 := intersect(b, need.box)))
+                    local = sum(volume(b2) for p in gp.sources[tensor] if p.tile == tile
+                                if (b2 := intersect(p.box, need.box)))
+                    assert got + local == volume(need.box), (gp.phase.name, tensor, tile)
+                    delivered += got
+            total = sum(volume(b) for (name, _), boxes in by_tile.items() if name == tensor
+                        for b in boxes)
+            assert total == delivered  # nothing arrives that no need asked for
+
+
+def _pieces_partition(gen) -> None:
+    wl = gen.workload
+    for gp in gen.phases:
+        for tensor, pieces in gp.sources.items():
+            if tensor not in wl.tensors:
+                continue
+            count = np.zeros(wl.tensors[tensor].shape, dtype=np.int32)
+            for p in pieces:
+                (b0, b1), (r0, r1), (c0, c1) = p.box
+                count[b0:b1, r0:r1, c0:c1] += 1
+            assert (count == 1).all(), tensor
+
+
+@pytest.mark.parametrize("workload", ["mini-mlp", "mini-attention"])
+@pytest.mark.parametrize("layouts", [{}, {"gemm1": "3x8x2/2x1", "gemm2": "3x4x5/5x1",
+                                          "qproj": "2x4x4/2x2", "scores": "2x2x3/3x1",
+                                          "context": "5x2x2/1x2/non-interleaved"}])
+def test_phases_valid_and_cover(workload: str, layouts: dict) -> None:
+    spec = load_spec("test64")
+    wl = load_workload(workload)
+    names = {o.name for o in wl.operators}
+    chosen = {k: GemmLayout.parse(v, spec) for k, v in layouts.items() if k in names}
+    gen = generate(wl, spec, chosen)
+    assert gen.phases
+    for gp in gen.phases:
+        assert check_phase(gp.phase, spec) == []
+    _coverage(gen)
+    _pieces_partition(gen)
+    again = generate(wl, spec, chosen)
+    assert [g.phase.to_dict() for g in again.phases] == [g.phase.to_dict() for g in gen.phases]
+
+
+@pytest.mark.parametrize("spec_name", [s for s in spec_names() if s != "openshop"])
+def test_every_spec_generates(spec_name: str) -> None:
+    spec = load_spec(spec_name)
+    gen = generate(load_workload("mini-mlp"), spec)
+    for gp in gen.phases:
+        assert check_phase(gp.phase, spec) == []
+
+
+def test_views() -> None:
+    v = View("q", heads=4, transpose=True)
+    assert v.shape((1, 20, 32)) == (4, 8, 20)
+    assert v.to_stored(((1, 3), (0, 8), (0, 20)), (1, 20, 32)) == [((0, 1), (0, 20), (8, 24))]
+
+
+def test_fixtures_are_current_and_valid() -> None:
+    """The committed small phases are what the generator makes today, and they validate."""
+    from conftest import ROOT
+
+    from ipuopt.exchange.phase import load_phase
+
+    fixtures = sorted((ROOT / "benchmarks" / "fixtures").glob("*.json"))
+    assert fixtures
+    spec = load_spec("test64")
+    made = {}
+    for name in ("mini-mlp", "mini-attention"):
+        for gp in generate(load_workload(name), spec).phases:
+            made[f"{name}-test64-{gp.phase.name}.json"] = gp.phase.to_dict()
+    for f in fixtures:
+        phase, sp = load_phase(f)
+        assert sp.name == "test64"
+        assert phase.to_dict() == made[f.name]
