@@ -1,0 +1,1 @@
+"""Arena placement: give buffers offsets in one memory region of a tile."""

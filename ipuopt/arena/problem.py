@@ -1,0 +1,236 @@
+"""An arena: buffers with sizes and live step ranges in one memory region, from YAML or CSV."""
+
+from __future__ import annotations
+
+import csv
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ipuopt.errors import InputError, Problem
+from ipuopt.io import read_document
+from ipuopt.spec import Spec, load_spec
+
+OBJECTIVES = ("fit", "peak", "conflicts")
+_BUFFER_KEYS = ("id", "size", "live", "align", "offset", "alias_of", "distinct_elements_from")
+_ARENA_KEYS = ("spec", "region", "capacity", "buffers", "conflicts", "name")
+
+
+@dataclass(frozen=True)
+class Buffer:
+    id: str
+    size: int
+    first: int  # live over steps [first, end)
+    end: int
+    align: int = 1
+    offset: int | None = None
+    alias_of: str | None = None
+    distinct_elements_from: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Conflict:
+    a: str
+    b: str
+    weight: int
+
+
+@dataclass
+class Arena:
+    buffers: list[Buffer]
+    capacity: int
+    element_bytes: int
+    conflicts: list[Conflict] = field(default_factory=list)
+    spec_name: str = ""
+    region: str = ""
+    name: str = ""
+    source: str = ""
+
+    def __post_init__(self) -> None:
+        self.index = {b.id: i for i, b in enumerate(self.buffers)}
+
+    def roots(self) -> dict[str, str]:
+        """Each buffer's storage owner: itself, or the end of its alias_of chain."""
+        out: dict[str, str] = {}
+        for b in self.buffers:
+            seen, cur = set(), b
+            while cur.alias_of is not None and cur.id not in seen:
+                seen.add(cur.id)
+                cur = self.buffers[self.index[cur.alias_of]]
+            out[b.id] = cur.id
+        return out
+
+    def peak_live(self) -> tuple[int, int]:
+        """(largest total size live at one step, that step), aliases counted once."""
+        roots = self.roots()
+        events: dict[int, int] = {}
+        for b in self.buffers:
+            if roots[b.id] != b.id:
+                continue
+            events[b.first] = events.get(b.first, 0) + b.size
+            events[b.end] = events.get(b.end, 0) - b.size
+        best, at, cur = 0, 0, 0
+        for t in sorted(events):
+            cur += events[t]
+            if cur > best:
+                best, at = cur, t
+        return best, at
+
+
+def _int(v: Any) -> int | None:
+    if isinstance(v, bool):
+        return None
+    if isinstance(v, int):
+        return v
+    if isinstance(v, str):
+        try:
+            return int(v, 0)
+        except ValueError:
+            return None
+    return None
+
+
+def arena_from_dict(doc: Any, file: str = "", relative_to: Path | None = None) -> Arena:
+    if not isinstance(doc, dict):
+        raise InputError.one(file, "", "an arena must be a mapping with spec, region, buffers")
+    problems: list[Problem] = []
+    for key in doc:
+        if key not in _ARENA_KEYS:
+            problems.append(Problem(file, str(key), f"unknown key (known: {', '.join(_ARENA_KEYS)})"))
+    spec: Spec = load_spec(str(doc.get("spec", "")), relative_to) if doc.get("spec") else None  # type: ignore[assignment]
+    if spec is None:
+        raise InputError.one(file, "spec", "missing: name a spec")
+    regions = {r.name: r for r in spec.regions}
+    region = regions.get(str(doc.get("region")))
+    if region is None:
+        raise InputError.one(file, "region", f"unknown region {doc.get('region')!r} "
+                                             f"(spec {spec.name} has {', '.join(regions)})")
+    capacity = _int(doc.get("capacity", region.size))
+    if capacity is None or capacity <= 0 or capacity > region.size:
+        problems.append(Problem(file, "capacity", f"must be in 1..{region.size} (region size)"))
+        capacity = region.size
+    buffers: list[Buffer] = []
+    for i, raw in enumerate(doc.get("buffers") or []):
+        b = _buffer(raw, i, file, problems)
+        if b:
+            buffers.append(b)
+    conflicts = []
+    for i, c in enumerate(doc.get("conflicts") or []):
+        w = _int(c.get("weight")) if isinstance(c, dict) else None
+        if not isinstance(c, dict) or w is None or w < 0:
+            problems.append(Problem(file, f"conflicts[{i}]", "needs a, b and a weight >= 0"))
+            continue
+        conflicts.append(Conflict(str(c.get("a")), str(c.get("b")), w))
+    arena = Arena(buffers, capacity, region.element_bytes, conflicts, spec.name, region.name,
+                  str(doc.get("name") or ""), file)
+    problems += check_arena(arena)
+    if problems:
+        raise InputError(problems)
+    return arena
+
+
+def _buffer(raw: Any, i: int, file: str, problems: list[Problem]) -> Buffer | None:
+    if not isinstance(raw, dict) or "id" not in raw:
+        problems.append(Problem(file, f"buffers[{i}]", "needs an id"))
+        return None
+    bid = str(raw["id"])
+    w = f"buffer {bid}"
+    before = len(problems)
+    for key in raw:
+        if key not in _BUFFER_KEYS:
+            problems.append(Problem(file, f"{w}.{key}", "unknown field"))
+    size = _int(raw.get("size"))
+    if size is None or size <= 0:
+        problems.append(Problem(file, f"{w}.size", f"must be an integer > 0, got {raw.get('size')!r}"))
+    live = raw.get("live")
+    if not (isinstance(live, list) and len(live) == 2 and all(_int(x) is not None for x in live)
+            and _int(live[0]) < _int(live[1])):  # type: ignore[operator]
+        problems.append(Problem(file, f"{w}.live", f"must be [first, end) with first < end, got {live!r}"))
+    align = _int(raw.get("align", 1))
+    if align is None or align <= 0:
+        problems.append(Problem(file, f"{w}.align", "must be an integer > 0"))
+    offset = raw.get("offset")
+    if offset is not None and (_int(offset) is None or _int(offset) < 0):  # type: ignore[operator]
+        problems.append(Problem(file, f"{w}.offset", "must be an integer >= 0"))
+    distinct = raw.get("distinct_elements_from") or []
+    if not isinstance(distinct, list):
+        problems.append(Problem(file, f"{w}.distinct_elements_from", "must be a list of ids"))
+        distinct = []
+    if len(problems) > before:
+        return None
+    return Buffer(bid, size, _int(live[0]), _int(live[1]), align,  # type: ignore[arg-type]
+                  _int(offset) if offset is not None else None,
+                  str(raw["alias_of"]) if raw.get("alias_of") is not None else None,
+                  tuple(str(x) for x in distinct))
+
+
+def check_arena(arena: Arena) -> list[Problem]:
+    """Cross-buffer checks: duplicate ids, unknown references, fixed offsets that break rules."""
+    file = arena.source
+    problems: list[Problem] = []
+    seen: set[str] = set()
+    ids = {b.id for b in arena.buffers}
+    for b in arena.buffers:
+        w = f"buffer {b.id}"
+        if b.id in seen:
+            problems.append(Problem(file, f"{w}.id", "duplicate id"))
+        seen.add(b.id)
+        if b.alias_of is not None:
+            if b.alias_of not in ids:
+                problems.append(Problem(file, f"{w}.alias_of", f"unknown buffer {b.alias_of!r}"))
+            elif b.alias_of == b.id:
+                problems.append(Problem(file, f"{w}.alias_of", "a buffer cannot alias itself"))
+        for d in b.distinct_elements_from:
+            if d not in ids:
+                problems.append(Problem(file, f"{w}.distinct_elements_from", f"unknown buffer {d!r}"))
+        if b.size > arena.capacity:
+            problems.append(Problem(file, f"{w}.size", f"{b.size} exceeds capacity {arena.capacity}"))
+        if b.offset is not None:
+            if b.offset % b.align:
+                problems.append(Problem(file, f"{w}.offset", f"not a multiple of align {b.align}"))
+            if b.offset + b.size > arena.capacity:
+                problems.append(Problem(file, f"{w}.offset", "fixed offset + size exceeds capacity"))
+    for i, c in enumerate(arena.conflicts):
+        for x in (c.a, c.b):
+            if x not in ids:
+                problems.append(Problem(file, f"conflicts[{i}]", f"unknown buffer {x!r}"))
+    if not problems:
+        roots = arena.roots()
+        for b in arena.buffers:
+            if b.alias_of is not None and roots[b.id] == b.id:
+                problems.append(Problem(file, f"buffer {b.id}.alias_of", "alias cycle"))
+    return problems
+
+
+def load_arena(path: str | Path) -> Arena:
+    p = Path(path)
+    return arena_from_dict(read_document(p), str(p), p.parent)
+
+
+def load_csv(path: str | Path, capacity: int, element_bytes: int | None = None) -> Arena:
+    """The public allocator CSV: id,lower,upper,size (live over [lower, upper))."""
+    p = Path(path)
+    if not p.is_file():
+        raise InputError.one(str(p), "", "file not found")
+    if capacity <= 0:
+        raise InputError.one(str(p), "--capacity", "must be > 0")
+    problems: list[Problem] = []
+    buffers = []
+    with p.open(newline="") as handle:
+        reader = csv.DictReader(handle)
+        missing = {"id", "lower", "upper", "size"} - set(reader.fieldnames or [])
+        if missing:
+            raise InputError.one(str(p), "header", f"missing columns: {', '.join(sorted(missing))}")
+        for n, row in enumerate(reader, start=2):
+            vals = {k: _int(row.get(k)) for k in ("lower", "upper", "size")}
+            bad = [k for k, v in vals.items() if v is None]
+            if bad or vals["size"] <= 0 or vals["lower"] >= vals["upper"]:  # type: ignore[operator]
+                problems.append(Problem(str(p), f"line {n} (buffer {row.get('id')})",
+                                        "needs integer lower < upper and size > 0"))
+                continue
+            buffers.append(Buffer(str(row["id"]), vals["size"], vals["lower"], vals["upper"]))  # type: ignore[arg-type]
+    arena = Arena(buffers, capacity, element_bytes or capacity, [], "", "", p.stem, str(p))
+    problems += check_arena(arena)
+    if problems:
+        raise InputError(problems)
+    return arena
