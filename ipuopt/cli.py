@@ -312,6 +312,65 @@ def layouts_cmd(
                   f"memory {c.memory}  -> {c.output}")
 
 
+@app.command("place")
+def place_cmd(
+    arena: Annotated[Path | None, typer.Argument(help="Arena file (YAML or JSON).")] = None,
+    csv_in: Annotated[Path | None, typer.Option("--csv", help="Allocator CSV: id,lower,upper,size.")] = None,
+    capacity: Annotated[int | None, typer.Option(help="Bytes available (with --csv).")] = None,
+    objective: Annotated[str, typer.Option(help="fit | peak | conflicts")] = "fit",
+    solver: Annotated[str, typer.Option(help="auto | greedy | baseline | search | cpsat | milp")] = "auto",
+    time_limit: Annotated[float, typer.Option(help="Seconds.")] = 60.0,
+    workers: Annotated[int | None, typer.Option()] = None,
+    seed: Annotated[int | None, typer.Option()] = None,
+    out: Annotated[Path | None, typer.Option(help="Placement JSON (or CSV with --csv).")] = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Give buffers offsets: no overlap while live together, within capacity."""
+    from ipuopt.arena.problem import load_arena, load_csv
+    from ipuopt.arena.solve import place
+
+    if (arena is None) == (csv_in is None):
+        raise InputError.one("", "ARENA/--csv", "give an arena file or --csv FILE --capacity BYTES")
+    if csv_in is not None:
+        if capacity is None:
+            raise InputError.one(str(csv_in), "--capacity", "required with --csv")
+        problem = load_csv(csv_in, capacity)
+    else:
+        problem = load_arena(arena)  # type: ignore[arg-type]
+    params: dict[str, Any] = {"time_limit": time_limit}
+    if workers is not None:
+        params["workers"] = workers
+    if seed is not None:
+        params["seed"] = seed
+    res = place(problem, objective, solver, params)
+    source = csv_in or arena
+    if out is not None and res.offsets is not None:
+        if csv_in is not None:
+            buf = io.StringIO()
+            writer = csv.writer(buf, lineterminator="\n")
+            writer.writerow(["id", "lower", "upper", "size", "offset"])
+            for b in problem.buffers:
+                writer.writerow([b.id, b.first, b.end, b.size, res.offsets[b.id]])
+            write_atomic(out, buf.getvalue(), protect=(source,))  # type: ignore[arg-type]
+        else:
+            write_json(out, res.to_dict(), protect=(source,))  # type: ignore[arg-type]
+    if json_out:
+        doc = res.to_dict()
+        if len(doc["offsets"]) > 50 and out is not None:
+            doc["offsets"] = f"{len(doc['offsets'])} offsets in {out}"
+        print(json.dumps(doc, indent=1))
+    else:
+        print(f"arena      {problem.name or source}: {len(problem.buffers)} buffers, capacity "
+              f"{problem.capacity}")
+        print(f"solver     {res.solver}  status {res.status}  time {res.runtime:.2f}s")
+        if res.offsets is not None:
+            print(f"objective  {objective} = {res.value}  peak {res.peak}  lower bound {res.lower_bound}")
+        if res.reason:
+            print(f"reason     {res.reason}")
+    if res.offsets is None:
+        raise typer.Exit(1)
+
+
 @specs_app.command("list")
 def specs_list() -> None:
     """Shipped specs, with tile count and description."""

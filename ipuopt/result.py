@@ -10,6 +10,7 @@ FEASIBLE = "feasible"
 FALLBACK = "fallback"
 INFEASIBLE = "infeasible"
 STATUSES = (OPTIMAL, FEASIBLE, FALLBACK, INFEASIBLE)
+UNKNOWN = "unknown"  # placement only: nothing found within the limits, nothing proved
 
 
 def gap(value: float | None, bound: float | None) -> float | None:

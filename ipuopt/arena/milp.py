@@ -1,0 +1,103 @@
+"""MILP of arena placement (PuLP; HiGHS or CBC), for cross-checks on small instances.
+
+Big-M disjunctions per pair of buffers live together; element indices as
+integers with eb*e <= byte < eb*(e+1), for distinct elements and conflicts.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pulp
+
+from ipuopt.arena.problem import Arena
+from ipuopt.exchange.milp import _backend, _quiet_stdout
+
+
+def _together(a, b) -> bool:
+    return a.first < b.end and b.first < a.end
+
+
+def solve_arena_milp(arena: Arena, objective: str, time_limit: float | None,
+                     solver: str = "highs") -> tuple[str, dict[str, int] | None, float | None]:
+    """(status, offsets, dual bound of the objective) with status optimal|feasible|unknown|infeasible."""
+    cap, eb = arena.capacity, arena.element_bytes
+    roots = arena.roots()
+    by_id = {b.id: b for b in arena.buffers}
+    prob = pulp.LpProblem("arena", pulp.LpMinimize)
+    x: dict[str, Any] = {}
+    for b in arena.buffers:
+        if roots[b.id] != b.id:
+            continue
+        if b.offset is not None:
+            x[b.id] = b.offset
+        elif b.align > 1:
+            k = prob.add_variable(f"k{len(x)}", 0, cap // b.align, cat="Integer")
+            x[b.id] = b.align * k
+        else:
+            x[b.id] = prob.add_variable(f"x{len(x)}", 0, cap, cat="Integer")
+    off = {b.id: x[roots[b.id]] for b in arena.buffers}
+    peak = prob.add_variable("peak", 0, cap)
+    for b in arena.buffers:
+        prob.addConstraint(off[b.id] + b.size <= peak)
+    bs = arena.buffers
+    n = 0
+    for i, a in enumerate(bs):
+        for b in bs[i + 1:]:
+            if roots[a.id] != roots[b.id] and _together(a, b):
+                y = prob.add_variable(f"y{n}", cat="Binary")
+                n += 1
+                prob.addConstraint(off[a.id] + a.size <= off[b.id] + cap * (1 - y))
+                prob.addConstraint(off[b.id] + b.size <= off[a.id] + cap * y)
+    elems: dict[str, tuple[Any, Any]] = {}
+
+    def elements(bid: str) -> tuple[Any, Any]:
+        if bid not in elems:
+            lo = prob.add_variable(f"e0_{len(elems)}", 0, cap // eb, cat="Integer")
+            hi = prob.add_variable(f"e1_{len(elems)}", 0, cap // eb, cat="Integer")
+            last = off[bid] + by_id[bid].size - 1
+            prob.addConstraint(eb * lo <= off[bid])
+            prob.addConstraint(off[bid] <= eb * lo + eb - 1)
+            prob.addConstraint(eb * hi <= last)
+            prob.addConstraint(last <= eb * hi + eb - 1)
+            elems[bid] = (lo, hi)
+        return elems[bid]
+
+    big = cap // eb + 2
+
+    def apart(a: str, b: str, share: Any = 0) -> None:
+        """a's elements all below b's or all above, unless `share` (a binary) is 1."""
+        (a0, a1), (b0, b1) = elements(a), elements(b)
+        z = prob.add_variable(f"z{len(elems)}_{n}_{a}_{b}", cat="Binary")
+        prob.addConstraint(a1 + 1 <= b0 + big * (1 - z) + big * share)
+        prob.addConstraint(b1 + 1 <= a0 + big * z + big * share)
+
+    for b in arena.buffers:
+        for d in b.distinct_elements_from:
+            apart(b.id, d)
+    cost = 0
+    if objective == "conflicts":
+        for c in arena.conflicts:
+            if c.weight and _together(by_id[c.a], by_id[c.b]):
+                if c.a == c.b:
+                    cost += c.weight
+                    continue
+                s = prob.add_variable(f"s_{c.a}_{c.b}", cat="Binary")
+                apart(c.a, c.b, s)
+                cost += c.weight * s
+    if objective == "peak":
+        prob += peak
+    elif objective == "conflicts":
+        prob += cost * (cap + 1) + peak
+    else:
+        prob += 0 * peak
+    with _quiet_stdout(True):
+        prob.solve(_backend(solver, time_limit, None, False))
+    if prob.status == pulp.LpStatusInfeasible:
+        return "infeasible", None, None
+    vals = {b.id: pulp.value(off[b.id]) for b in arena.buffers}
+    if any(v is None for v in vals.values()) or prob.sol_status not in (
+            pulp.LpSolutionOptimal, pulp.LpSolutionIntegerFeasible):
+        return "unknown", None, None
+    status = "optimal" if prob.sol_status == pulp.LpSolutionOptimal else "feasible"
+    return status, {k: int(round(v)) for k, v in vals.items()}, None

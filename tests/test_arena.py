@@ -1,0 +1,149 @@
+"""Arena placement: validator acceptance, solver agreement, infeasibility, bad input."""
+
+from __future__ import annotations
+
+import json
+import random
+
+import pytest
+from conftest import SHARED, run_cli
+
+from ipuopt.arena.greedy import best_fit, shift_baseline
+from ipuopt.arena.problem import Arena, Buffer, Conflict, load_csv
+from ipuopt.arena.search import search_fit
+from ipuopt.arena.solve import place
+from ipuopt.arena.validate import validate_placement
+
+
+def random_arena(seed: int, n: int = 6, tight: bool = True) -> Arena:
+    rng = random.Random(seed)
+    bufs = []
+    for i in range(n):
+        a = rng.randrange(0, 6)
+        bufs.append(Buffer(f"b{i}", rng.choice([1, 2, 3, 4]) * 8, a, a + rng.randint(1, 4),
+                           align=rng.choice([1, 8])))
+    arena = Arena(bufs, 10_000, 16)
+    cap = arena.peak_live()[0] + (0 if tight else 8)
+    conflicts = [Conflict(f"b{i}", f"b{j}", rng.randint(1, 9))
+                 for i in range(n) for j in range(i + 1, n) if rng.random() < 0.4]
+    return Arena(bufs, cap, 16, conflicts)
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_search_cpsat_milp_agree_on_fit(seed: int) -> None:
+    arena = random_arena(seed)
+    s = search_fit(arena, time_limit=20)
+    cp = place(arena, "fit", "cpsat", {"time_limit": 20, "workers": 1})
+    mi = place(arena, "fit", "milp", {"time_limit": 20})
+    assert s.complete
+    assert (s.offsets is not None) == (cp.offsets is not None) == (mi.offsets is not None)
+    for offs in (s.offsets, cp.offsets, mi.offsets):
+        if offs is not None:
+            assert validate_placement(arena, offs).ok
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_cpsat_milp_agree_on_peak_and_conflicts(seed: int) -> None:
+    arena = random_arena(100 + seed, n=5, tight=False)
+    for objective in ("peak", "conflicts"):
+        cp = place(arena, objective, "cpsat", {"time_limit": 20, "workers": 1})
+        mi = place(arena, objective, "milp", {"time_limit": 20})
+        assert cp.status == mi.status == "optimal"
+        assert (cp.value, cp.peak if objective == "conflicts" else 0) == (
+            mi.value, mi.peak if objective == "conflicts" else 0)
+        assert validate_placement(arena, cp.offsets).ok and validate_placement(arena, mi.offsets).ok
+        assert cp.lower_bound <= cp.value
+
+
+def test_greedy_and_baseline_valid() -> None:
+    for seed in range(20):
+        arena = random_arena(200 + seed, n=8, tight=False)
+        offs = best_fit(arena)
+        rep = validate_placement(arena, offs)
+        assert not [v for v in rep.violations if v.rule not in ("capacity",)]
+        if rep.ok:
+            shifted, score = shift_baseline(arena, offs)
+            assert validate_placement(arena, shifted).ok
+            assert score <= rep.conflicts
+
+
+def test_validator_rules() -> None:
+    bufs = [Buffer("a", 16, 0, 2, align=8), Buffer("b", 16, 1, 3), Buffer("c", 16, 1, 3, alias_of="b"),
+            Buffer("d", 8, 0, 3, offset=48, distinct_elements_from=("a",))]
+    arena = Arena(bufs, 64, 32)
+    ok = {"a": 0, "b": 16, "c": 16, "d": 48}
+    assert validate_placement(arena, ok).ok
+    rules = lambda offs: sorted(v.rule for v in validate_placement(arena, offs).violations)  # noqa: E731
+    assert rules({**ok, "b": 8, "c": 8}) == ["overlap", "overlap"]
+    assert rules({**ok, "a": 4}) == ["align", "overlap", "overlap"]
+    assert rules({**ok, "c": 20}) == ["alias"]
+    assert rules({**ok, "d": 40}) == ["fixed"]
+    assert rules({**ok, "a": 32}) == ["distinct-elements"]
+    assert rules({**ok, "b": 56, "c": 56}) == ["capacity", "capacity"]
+
+
+def test_minimalloc_example_and_infeasible_cli(tmp_path) -> None:
+    src = SHARED / "data" / "minimalloc" / "examples" / "input.12.csv"
+    out = tmp_path / "o.csv"
+    r = run_cli("place", "--csv", str(src), "--capacity", "12", "--out", str(out))
+    assert r.returncode == 0, r.stderr
+    rows = out.read_text().splitlines()
+    assert rows[0] == "id,lower,upper,size,offset" and len(rows) == 6
+    arena = load_csv(src, 12)
+    offs = {line.split(",")[0]: int(line.split(",")[4]) for line in rows[1:]}
+    assert validate_placement(arena, offs).ok
+    r = run_cli("place", "--csv", str(src), "--capacity", "11")
+    assert r.returncode == 1 and "at step 0 live bytes 12 exceed capacity 11" in r.stdout
+
+
+def test_minimalloc_challenging_a_places() -> None:
+    arena = load_csv(SHARED / "data" / "minimalloc" / "challenging" / "A.1048576.csv", 1048576)
+    res = search_fit(arena, time_limit=120)
+    assert res.offsets is not None and validate_placement(arena, res.offsets).ok
+
+
+ARENA_ERRORS = {
+    "unknown region": ({"region": "nope"}, "region", "unknown region"),
+    "bad size": ({"buffers": [{"id": "a", "size": 0, "live": [0, 1]}]}, "buffer a.size", "> 0"),
+    "bad live": ({"buffers": [{"id": "a", "size": 8, "live": [2, 1]}]}, "buffer a.live", "first < end"),
+    "unknown alias": ({"buffers": [{"id": "a", "size": 8, "live": [0, 1], "alias_of": "z"}]},
+                      "buffer a.alias_of", "unknown buffer"),
+    "duplicate": ({"buffers": [{"id": "a", "size": 8, "live": [0, 1]},
+                               {"id": "a", "size": 8, "live": [0, 1]}]}, "buffer a.id", "duplicate"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(ARENA_ERRORS))
+def test_arena_bad_input(case, write_yaml) -> None:
+    change, field, reason = ARENA_ERRORS[case]
+    doc = {"spec": "test64", "region": "interleaved",
+           "buffers": [{"id": "a", "size": 8, "live": [0, 1]}], **change}
+    path = write_yaml("arena.yaml", doc)
+    r = run_cli("place", str(path))
+    assert r.returncode == 2 and f"{path}: {field}: " in r.stderr and reason in r.stderr
+
+
+def test_csv_bad_input(tmp_path) -> None:
+    bad = tmp_path / "b.csv"
+    bad.write_text("id,lower,size\n1,0,4\n")
+    r = run_cli("place", "--csv", str(bad), "--capacity", "8")
+    assert r.returncode == 2 and "missing columns: upper" in r.stderr
+    bad.write_text("id,lower,upper,size\n1,3,2,4\n")
+    r = run_cli("place", "--csv", str(bad), "--capacity", "8")
+    assert r.returncode == 2 and "line 2 (buffer 1)" in r.stderr
+    r = run_cli("place", "--csv", str(bad))
+    assert r.returncode == 2 and "--capacity" in r.stderr
+
+
+def test_place_arena_file_json(write_yaml, tmp_path) -> None:
+    doc = {"spec": "test64", "region": "interleaved", "capacity": 131072,
+           "buffers": [{"id": "a", "size": 32768, "live": [0, 2]},
+                       {"id": "b", "size": 32768, "live": [1, 3]},
+                       {"id": "c", "size": 4096, "live": [0, 3], "align": 4096}],
+           "conflicts": [{"a": "a", "b": "c", "weight": 5}]}
+    path = write_yaml("arena.yaml", doc)
+    out = tmp_path / "p.json"
+    r = run_cli("place", str(path), "--objective", "peak", "--out", str(out), "--json")
+    assert r.returncode == 0, r.stderr
+    res = json.loads(out.read_text())
+    assert res["status"] == "optimal" and res["peak"] == 69632 == res["lower_bound"]
