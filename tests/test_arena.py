@@ -61,6 +61,7 @@ def test_greedy_and_baseline_valid() -> None:
         offs = best_fit(arena)
         rep = validate_placement(arena, offs)
         assert not [v for v in rep.violations if v.rule not in ("capacity",)]
+        assert rep.peak <= sum(b.size for b in arena.buffers)  # never further up than stacking
         if rep.ok:
             shifted, score = shift_baseline(arena, offs)
             assert validate_placement(arena, shifted).ok

@@ -46,13 +46,15 @@ def best_fit(arena: Arena, order: str = "size") -> dict[str, int]:
                 busy.append(((off // eb) * eb, ((off + so - 1) // eb + 1) * eb))
         busy.sort()
         best, at = None, 0
-        for lo, hi in busy + [(1 << 62, 1 << 62)]:
-            if at % b.align:
-                at += b.align - at % b.align
+        for lo, hi in busy:
+            at += -at % b.align
             gap = lo - at
-            if gap >= size and lo < 1 << 62 and (best is None or gap < best[0]):
+            if gap >= size and (best is None or gap < best[0]):
                 best = (gap, at)
             at = max(at, hi)
+        at += -at % b.align
+        if at + size <= arena.capacity and (best is None or arena.capacity - at < best[0]):
+            best = (arena.capacity - at, at)
         placed[r] = best[1] if best is not None else at
     return {b.id: placed[roots[b.id]] for b in arena.buffers}
 
