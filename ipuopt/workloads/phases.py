@@ -72,6 +72,7 @@ class GeneratedPhase:
     deliveries: list[Delivery]
     needs: dict[str, list[Need]]  # tensor -> what the consumer needs (for coverage checks)
     sources: dict[str, list[Piece]]  # tensor -> where it was before the phase
+    step: int = 0  # the operator (program step) whose phase this is
 
 
 @dataclass
@@ -210,6 +211,9 @@ def generate(wl: Workload, spec: Spec, chosen: dict[str, GemmLayout] | None = No
             remaining[v.tensor] -= 1
             if remaining[v.tensor] == 0:
                 alloc.free(v.tensor, step + 1)
+    for entry in alloc.log:  # still live at the end: live to the last step
+        if entry["end"] is None:
+            entry["end"] = len(wl.operators)
     gen.buffers = alloc.log
     return gen
 
@@ -265,7 +269,7 @@ def _gemm(gen: Generation, op: Operator, cand: Candidate, held: dict[str, list[P
         if v.tensor not in sources:
             sources[v.tensor] = held[v.tensor]
             router.route(v.tensor, held[v.tensor], needs[v.tensor], e)
-    gen.phases.append(_finish(router, spec, needs, sources))
+    gen.phases.append(_finish(router, spec, needs, sources, step))
     # Partials, reduction and the output layout.
     p_bytes = PARTIAL_BYTES if lay.parts > 1 else e
     part_addr = alloc.alloc(act, bb * mb * nb * p_bytes, f"{tag}.partial", step)
@@ -309,7 +313,7 @@ def _gemm(gen: Generation, op: Operator, cand: Candidate, held: dict[str, list[P
                                 off += volume(sb) * e
         red.route(partial_name, partial_pieces, red_needs, PARTIAL_BYTES)
         gen.phases.append(_finish(red, spec, {partial_name: red_needs},
-                                  {partial_name: partial_pieces}))
+                                  {partial_name: partial_pieces}, step))
         alloc.free(f"{tag}.recv", step + 1)
     if lay.parts == 1:
         # the partial buffer is the output: keep it under the tensor's name
@@ -340,9 +344,9 @@ def _add_needs(out: list[Need], wl: Workload, view: View, vbox: Box, tiles: tupl
         off += volume(sb) * elem
 
 
-def _finish(router: _Router, spec: Spec, needs: dict, sources: dict) -> GeneratedPhase:
+def _finish(router: _Router, spec: Spec, needs: dict, sources: dict, step: int) -> GeneratedPhase:
     phase = Phase(spec_ref=spec.name, transfers=router.transfers, name=router.name)
-    return GeneratedPhase(phase, router.deliveries, needs, sources)
+    return GeneratedPhase(phase, router.deliveries, needs, sources, step)
 
 
 def phase_stats(gp: GeneratedPhase, spec: Spec) -> dict:
