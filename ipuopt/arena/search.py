@@ -75,7 +75,7 @@ def _rank(order: str, size: np.ndarray, width: np.ndarray, total: np.ndarray,
 
 
 def search_fit(arena: Arena, capacity: int | None = None, time_limit: float = 60.0,
-               orders: tuple[str, ...] = RANKS) -> SearchResult:
+               orders: tuple[str, ...] = RANKS, seed: int = 0) -> SearchResult:
     """Offsets within `capacity` (default: the arena's) honouring sizes, live ranges,
     alignment, aliases and fixed offsets. `distinct_elements_from` is not searched on:
     callers validate and fall back to CP-SAT."""
@@ -108,10 +108,18 @@ def search_fit(arena: Arena, capacity: int | None = None, time_limit: float = 60
     limit_nodes = max(2 * n, 64)
     sys_limit = sys.getrecursionlimit()
     sys.setrecursionlimit(max(sys_limit, 4 * n + 1000))
+    rng = np.random.default_rng(seed)
     try:
         while True:
-            for order in orders:
-                rank = _rank(order, size, width, max_total, area)
+            # The fixed orders, then as many randomly perturbed ones: search times are
+            # heavy-tailed, so many short runs under different orders beat one long run.
+            noisy = [f"~{k}" for k in range(len(orders))]
+            for order in (*orders, *noisy):
+                if order.startswith("~"):
+                    jitter = np.exp(rng.normal(0.0, 0.5, n))
+                    rank = _rank("A", size, width, max_total, (area * jitter).astype(np.int64))
+                else:
+                    rank = _rank(order, size, width, max_total, area)
                 res = _run(n, size, lo, hi, align, rank, overlaps, sections, total.copy(), nsec, cap,
                            {ids.index(r): off for r, off in fixed_of.items() if r in ids},
                            limit_nodes, deadline)
@@ -132,8 +140,7 @@ def search_fit(arena: Arena, capacity: int | None = None, time_limit: float = 60
 
 def _run(n: int, size: np.ndarray, lo: np.ndarray, hi: np.ndarray, align: np.ndarray,
          rank: np.ndarray, overlaps: list[np.ndarray], sections: tuple, total: np.ndarray,
-         nsec: int, cap: int,
-         fixed: dict[int, int], node_limit: int, deadline: float,
+         nsec: int, cap: int, fixed: dict[int, int], node_limit: int, deadline: float,
          ) -> tuple[np.ndarray | None, int, bool]:
     """One depth-first search; returns (offsets or None, nodes, exhausted)."""
     offset = np.full(n, -1, dtype=np.int64)
@@ -143,9 +150,8 @@ def _run(n: int, size: np.ndarray, lo: np.ndarray, hi: np.ndarray, align: np.nda
     state = {"nodes": 0}
     pair_buf, seg_starts, seg_secs = sections
     big = np.int64(1) << 62
-
-    failed: dict[tuple, tuple[int, int]] = {}
-    placed: list[tuple] = []  # placement log, so a failed part can be rolled back
+    failed: set = set()
+    log: list[tuple] = []  # placements and raised skylines, so a failed part can be rolled back
 
     def place(i: int, off: int) -> None:
         top = off + size[i]
@@ -159,32 +165,37 @@ def _run(n: int, size: np.ndarray, lo: np.ndarray, hi: np.ndarray, align: np.nda
         total[lo[i]:hi[i]] -= size[i]
         offset[i] = off
         unplaced[i] = False
-        placed.append((i, ov, old_min, old_floor))
+        log.append((i, ov, old_min, old_floor))
+
+    def raise_floor(s: int, level: int) -> None:
+        log.append((-1, s, int(floor[s]), None))
+        floor[s] = level
 
     def rollback(mark: int) -> None:
-        while len(placed) > mark:
-            i, ov, old_min, old_floor = placed.pop()
+        while len(log) > mark:
+            i, ov, old_min, old_floor = log.pop()
+            if i < 0:
+                floor[ov] = old_min
+                continue
             unplaced[i] = True
             offset[i] = -1
             total[lo[i]:hi[i]] += size[i]
             floor[lo[i]:hi[i]] = old_floor
             min_off[ov] = old_min
 
-    for i, off in fixed.items():  # reserved memory first; they take no part in the order
+    for i, off in fixed.items():  # reserved memory first
         if off < min_off[i]:
             return None, 0, True
         place(i, off)
 
-    def feasible(off: int, s_lo: int, s_hi: int) -> bool:
-        """Every section of the part: max(last offset, skyline, lowest unplaced minimum
-        offset) plus the unplaced bytes live there fits the capacity."""
+    def lowest(s_lo: int, s_hi: int) -> np.ndarray:
+        """Per section: the skyline, raised to the lowest minimum offset of the unplaced
+        buffers live there (the space below that can no longer be used)."""
         vals = np.where(unplaced[pair_buf], min_off[pair_buf], big)
         low = np.full(nsec, big)
         if len(seg_starts):
             low[seg_secs] = np.minimum.reduceat(vals, seg_starts)
-        t = total[s_lo:s_hi]
-        eff = np.where(t > 0, np.maximum(floor[s_lo:s_hi], low[s_lo:s_hi]), floor[s_lo:s_hi])
-        return bool((np.maximum(eff, off) + t <= cap).all())
+        return np.maximum(floor[s_lo:s_hi], low[s_lo:s_hi])
 
     def parts(cand: np.ndarray) -> list[np.ndarray]:
         """Unplaced buffers split into groups that share no time: solved independently."""
@@ -193,7 +204,7 @@ def _run(n: int, size: np.ndarray, lo: np.ndarray, hi: np.ndarray, align: np.nda
         cut = np.nonzero(lo[by_start][1:] >= ends[:-1])[0] + 1
         return np.split(by_start, cut)
 
-    def dfs(last_off: int, last_rank: int, members: np.ndarray) -> bool:
+    def dfs(members: np.ndarray) -> bool:
         state["nodes"] += 1
         if state["nodes"] > node_limit or (state["nodes"] & 127 == 0
                                            and time.perf_counter() > deadline):
@@ -201,52 +212,101 @@ def _run(n: int, size: np.ndarray, lo: np.ndarray, hi: np.ndarray, align: np.nda
         cand = members[unplaced[members]]
         if len(cand) == 0:
             return True
-        # Dominance: the same skyline and unplaced set already failed under an order
-        # constraint no stricter than this one.
-        key = (unplaced.tobytes(), floor.tobytes(), members.tobytes())
-        seen = failed.get(key)
-        if seen is not None and (last_off, last_rank) >= seen:
-            return False
         groups = parts(cand)
         if len(groups) > 1:
-            mark = len(placed)
-            for g in groups:  # independent: each restarts the canonical order from 0
-                if not dfs(0, -1, g):
+            mark = len(log)
+            for g in groups:
+                if not dfs(g):
                     rollback(mark)
-                    failed[key] = (last_off, last_rank)
                     return False
             return True
+        key = (unplaced.tobytes(), floor.tobytes(), min_off.tobytes())
+        if key in failed:
+            return False
         s_lo, s_hi = int(lo[cand].min()), int(hi[cand].max())
-        offs = min_off[cand]
-        order = cand[np.lexsort((rank[cand], offs))]
-        min_height = int((offs + size[cand]).min())
-        # Sections a candidate does not cover keep their unplaced bytes, which must fit
-        # above its offset: prefix/suffix minima of the room give a cheap first test.
-        room = np.full(nsec, big)
+        eff = lowest(s_lo, s_hi)
         t = total[s_lo:s_hi]
-        room[s_lo:s_hi] = np.where(t > 0, cap - t, big)
-        before = np.concatenate(([big], np.minimum.accumulate(room)))
-        after = np.concatenate((np.minimum.accumulate(room[::-1])[::-1], [big]))
-        for i in order.tolist():
-            off = int(min_off[i])
-            if off >= min_height:
-                break  # dominance: the buffer reaching min_height could go below first
-            if off < last_off or (off == last_off and rank[i] < last_rank):
-                continue  # canonical order
-            if off + size[i] > cap or off > before[lo[i]] or off > after[hi[i]]:
+        busy = t > 0
+        # Section bound: what is still to be placed in a section stacks above its skyline.
+        if (eff[busy] + t[busy] > cap).any():
+            failed.add(key)
+            return False
+        f = int(eff[busy].min())
+        smallest = int(size[cand].min())
+        best = None
+        # Every later buffer goes at or above f, the lowest skyline. Of the sections at f,
+        # branch on the one with the fewest ways to fill its lowest free byte: a buffer
+        # live there that fits exactly at f, or leaving that byte empty.
+        for s in (np.nonzero(busy & (eff == f))[0] + s_lo)[:64].tolist():
+            options, above = [], []
+            for i in cover[s]:
+                if not unplaced[i]:
+                    continue
+                # the lowest spot i can take: above every placed buffer and raised skyline
+                pos = max(int(min_off[i]), int(floor[lo[i]:hi[i]].max()), f)
+                pos += -pos % int(align[i])
+                (options if pos - f < align[i] else above).append((i, pos))
+            # Or byte f of s stays empty. In a pushed-down placement a buffer rests on a top:
+            # one of the skyline values above f in its sections, or an unplaced buffer's top
+            # (at least f plus the smallest unplaced size). Jump to the lowest such level.
+            level = min((p for _, p in above), default=cap)
+            for i, _ in options:
+                seg = floor[lo[i]:hi[i]]
+                higher = seg[seg > f]
+                level = min(level, int(higher.min()) if len(higher) else cap, f + smallest)
+            level += -level % grain
+            can_waste = level + int(total[s]) <= cap
+            ways = len(options) + can_waste
+            if ways == 0:
+                failed.add(key)
+                return False
+            if best is None or ways < best[0]:
+                best = (ways, s, options, level, can_waste)
+                if ways == 1:
+                    break
+        _, s, options, level, can_waste = best  # type: ignore[misc]
+        # Value order: a buffer that exactly spans the run of sections at f around s first,
+        # then one that starts where the run starts, then by rank.
+        at_f = eff == f
+        run_lo = s - s_lo
+        while run_lo > 0 and at_f[run_lo - 1] and busy[run_lo - 1]:
+            run_lo -= 1
+        run_hi = s - s_lo + 1
+        while run_hi < len(at_f) and at_f[run_hi] and busy[run_hi]:
+            run_hi += 1
+        run_lo, run_hi = run_lo + s_lo, run_hi + s_lo
+        options.sort(key=lambda o: (not (lo[o[0]] == run_lo and hi[o[0]] == run_hi),
+                                    lo[o[0]] != run_lo, hi[o[0]] != run_hi))
+        shapes = set()
+        for i, off in options:  # stable sort: rank order within each class
+            shape = (lo[i], hi[i], size[i], align[i])
+            if shape in shapes:
+                continue  # equal buffers are interchangeable
+            shapes.add(shape)
+            if off + size[i] > cap:
                 continue
-            mark = len(placed)
+            mark = len(log)
             place(i, off)
-            if feasible(off, s_lo, s_hi) and dfs(off, int(rank[i]), cand):
+            if dfs(cand):
                 return True
             rollback(mark)
-            if not unplaced[overlaps[i]].any():
-                break  # hatless: nothing else depends on i, so no sibling helps
-        failed[key] = min(failed.get(key, (last_off, last_rank)), (last_off, last_rank))
+        if can_waste:
+            mark = len(log)
+            raise_floor(s, level)
+            if dfs(cand):
+                return True
+            rollback(mark)
+        failed.add(key)
         return False
 
+    grain = int(np.gcd.reduce(np.concatenate([size, align, np.array(list(fixed.values()) or [0],
+                                                                       dtype=np.int64)])))
+    cover: list[list[int]] = [[] for _ in range(nsec)]
+    for i in np.argsort(rank).tolist():
+        for sec in range(lo[i], hi[i]):
+            cover[sec].append(i)
     try:
-        found = dfs(0, -1, np.nonzero(unplaced)[0])
+        found = dfs(np.nonzero(unplaced)[0])
     except _Stop:
         return None, state["nodes"], False
     return (offset.copy() if found else None), state["nodes"], not found
