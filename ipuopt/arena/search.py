@@ -75,7 +75,7 @@ def _rank(order: str, size: np.ndarray, width: np.ndarray, total: np.ndarray,
 
 
 def search_fit(arena: Arena, capacity: int | None = None, time_limit: float = 60.0,
-               orders: tuple[str, ...] = RANKS, seed: int = 0) -> SearchResult:
+               orders: tuple[str, ...] = RANKS) -> SearchResult:
     """Offsets within `capacity` (default: the arena's) honouring sizes, live ranges,
     alignment, aliases and fixed offsets. `distinct_elements_from` is not searched on:
     callers validate and fall back to CP-SAT."""
@@ -108,13 +108,16 @@ def search_fit(arena: Arena, capacity: int | None = None, time_limit: float = 60
     limit_nodes = max(2 * n, 64)
     sys_limit = sys.getrecursionlimit()
     sys.setrecursionlimit(max(sys_limit, 4 * n + 1000))
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(0)
     try:
         while True:
-            # The fixed orders, then as many randomly perturbed ones: search times are
-            # heavy-tailed, so many short runs under different orders beat one long run.
-            noisy = [f"~{k}" for k in range(len(orders))]
-            for order in (*orders, *noisy):
+            # Each rank order with and without preferring the longest buffer among equally
+            # good fits, then as many randomly perturbed orders: search times are heavy-tailed
+            # and instances differ in which strategy suits them, so all run round robin
+            # under a doubling node limit.
+            plans = [(o, v) for o in orders for v in (False, True)]
+            plans += [(f"~{k}", bool(k % 2)) for k in range(len(plans))]
+            for order, longest in plans:
                 if order.startswith("~"):
                     jitter = np.exp(rng.normal(0.0, 0.5, n))
                     rank = _rank("A", size, width, max_total, (area * jitter).astype(np.int64))
@@ -122,7 +125,7 @@ def search_fit(arena: Arena, capacity: int | None = None, time_limit: float = 60
                     rank = _rank(order, size, width, max_total, area)
                 res = _run(n, size, lo, hi, align, rank, overlaps, sections, total.copy(), nsec, cap,
                            {ids.index(r): off for r, off in fixed_of.items() if r in ids},
-                           limit_nodes, deadline)
+                           limit_nodes, deadline, longest)
                 nodes += res[1]
                 if res[0] is not None:
                     out = {ids[i]: int(res[0][i]) for i in range(n)}
@@ -141,7 +144,7 @@ def search_fit(arena: Arena, capacity: int | None = None, time_limit: float = 60
 def _run(n: int, size: np.ndarray, lo: np.ndarray, hi: np.ndarray, align: np.ndarray,
          rank: np.ndarray, overlaps: list[np.ndarray], sections: tuple, total: np.ndarray,
          nsec: int, cap: int, fixed: dict[int, int], node_limit: int, deadline: float,
-         ) -> tuple[np.ndarray | None, int, bool]:
+         longest: bool = False) -> tuple[np.ndarray | None, int, bool]:
     """One depth-first search; returns (offsets or None, nodes, exhausted)."""
     offset = np.full(n, -1, dtype=np.int64)
     min_off = np.zeros(n, dtype=np.int64)
@@ -167,15 +170,19 @@ def _run(n: int, size: np.ndarray, lo: np.ndarray, hi: np.ndarray, align: np.nda
         unplaced[i] = False
         log.append((i, ov, old_min, old_floor))
 
+    raised = [0]  # skylines currently raised by a waste decision (then floors beat min_off)
+
     def raise_floor(s: int, level: int) -> None:
         log.append((-1, s, int(floor[s]), None))
         floor[s] = level
+        raised[0] += 1
 
     def rollback(mark: int) -> None:
         while len(log) > mark:
             i, ov, old_min, old_floor = log.pop()
             if i < 0:
                 floor[ov] = old_min
+                raised[0] -= 1
                 continue
             unplaced[i] = True
             offset[i] = -1
@@ -243,7 +250,9 @@ def _run(n: int, size: np.ndarray, lo: np.ndarray, hi: np.ndarray, align: np.nda
                 if not unplaced[i]:
                     continue
                 # the lowest spot i can take: above every placed buffer and raised skyline
-                pos = max(int(min_off[i]), int(floor[lo[i]:hi[i]].max()), f)
+                pos = max(int(min_off[i]), f)
+                if raised[0]:
+                    pos = max(pos, int(floor[lo[i]:hi[i]].max()))
                 pos += -pos % int(align[i])
                 (options if pos - f < align[i] else above).append((i, pos))
             # Or byte f of s stays empty. In a pushed-down placement a buffer rests on a top:
@@ -266,7 +275,8 @@ def _run(n: int, size: np.ndarray, lo: np.ndarray, hi: np.ndarray, align: np.nda
                     break
         _, s, options, level, can_waste = best  # type: ignore[misc]
         # Value order: a buffer that exactly spans the run of sections at f around s first,
-        # then one that starts where the run starts, then by rank.
+        # then one that starts where the run starts, then one that ends where it ends, then
+        # the longest, then by rank.
         at_f = eff == f
         run_lo = s - s_lo
         while run_lo > 0 and at_f[run_lo - 1] and busy[run_lo - 1]:
@@ -276,7 +286,8 @@ def _run(n: int, size: np.ndarray, lo: np.ndarray, hi: np.ndarray, align: np.nda
             run_hi += 1
         run_lo, run_hi = run_lo + s_lo, run_hi + s_lo
         options.sort(key=lambda o: (not (lo[o[0]] == run_lo and hi[o[0]] == run_hi),
-                                    lo[o[0]] != run_lo, hi[o[0]] != run_hi))
+                                    lo[o[0]] != run_lo, hi[o[0]] != run_hi,
+                                    -(hi[o[0]] - lo[o[0]]) if longest else 0))
         shapes = set()
         for i, off in options:  # stable sort: rank order within each class
             shape = (lo[i], hi[i], size[i], align[i])
