@@ -13,6 +13,20 @@ import yaml
 from ipuopt.errors import InputError
 
 
+def parse_int(value: Any) -> int | None:
+    """Integers, also written as strings such as "0x80000"; None when not an integer."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, str):
+        try:
+            return int(value, 0)
+        except ValueError:
+            return None
+    return None
+
+
 def read_document(path: str | Path) -> Any:
     """Parse a YAML or JSON file (chosen by suffix; YAML also reads JSON)."""
     p = Path(path)

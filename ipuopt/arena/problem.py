@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from ipuopt.errors import InputError, Problem
-from ipuopt.io import read_document
+from ipuopt.io import parse_int, read_document
 from ipuopt.spec import Spec, load_spec
 
 OBJECTIVES = ("fit", "peak", "conflicts")
@@ -77,19 +77,6 @@ class Arena:
         return best, at
 
 
-def _int(v: Any) -> int | None:
-    if isinstance(v, bool):
-        return None
-    if isinstance(v, int):
-        return v
-    if isinstance(v, str):
-        try:
-            return int(v, 0)
-        except ValueError:
-            return None
-    return None
-
-
 def arena_from_dict(doc: Any, file: str = "", relative_to: Path | None = None) -> Arena:
     if not isinstance(doc, dict):
         raise InputError.one(file, "", "an arena must be a mapping with spec, region, buffers")
@@ -105,7 +92,7 @@ def arena_from_dict(doc: Any, file: str = "", relative_to: Path | None = None) -
     if region is None:
         raise InputError.one(file, "region", f"unknown region {doc.get('region')!r} "
                                              f"(spec {spec.name} has {', '.join(regions)})")
-    capacity = _int(doc.get("capacity", region.size))
+    capacity = parse_int(doc.get("capacity", region.size))
     if capacity is None or capacity <= 0 or capacity > region.size:
         problems.append(Problem(file, "capacity", f"must be in 1..{region.size} (region size)"))
         capacity = region.size
@@ -116,7 +103,7 @@ def arena_from_dict(doc: Any, file: str = "", relative_to: Path | None = None) -
             buffers.append(b)
     conflicts = []
     for i, c in enumerate(doc.get("conflicts") or []):
-        w = _int(c.get("weight")) if isinstance(c, dict) else None
+        w = parse_int(c.get("weight")) if isinstance(c, dict) else None
         if not isinstance(c, dict) or w is None or w < 0:
             problems.append(Problem(file, f"conflicts[{i}]", "needs a, b and a weight >= 0"))
             continue
@@ -139,18 +126,18 @@ def _buffer(raw: Any, i: int, file: str, problems: list[Problem]) -> Buffer | No
     for key in raw:
         if key not in _BUFFER_KEYS:
             problems.append(Problem(file, f"{w}.{key}", "unknown field"))
-    size = _int(raw.get("size"))
+    size = parse_int(raw.get("size"))
     if size is None or size <= 0:
         problems.append(Problem(file, f"{w}.size", f"must be an integer > 0, got {raw.get('size')!r}"))
     live = raw.get("live")
-    if not (isinstance(live, list) and len(live) == 2 and all(_int(x) is not None for x in live)
-            and _int(live[0]) < _int(live[1])):  # type: ignore[operator]
+    if not (isinstance(live, list) and len(live) == 2 and all(parse_int(x) is not None for x in live)
+            and parse_int(live[0]) < parse_int(live[1])):  # type: ignore[operator]
         problems.append(Problem(file, f"{w}.live", f"must be [first, end) with first < end, got {live!r}"))
-    align = _int(raw.get("align", 1))
+    align = parse_int(raw.get("align", 1))
     if align is None or align <= 0:
         problems.append(Problem(file, f"{w}.align", "must be an integer > 0"))
     offset = raw.get("offset")
-    if offset is not None and (_int(offset) is None or _int(offset) < 0):  # type: ignore[operator]
+    if offset is not None and (parse_int(offset) is None or parse_int(offset) < 0):  # type: ignore[operator]
         problems.append(Problem(file, f"{w}.offset", "must be an integer >= 0"))
     distinct = raw.get("distinct_elements_from") or []
     if not isinstance(distinct, list):
@@ -158,8 +145,8 @@ def _buffer(raw: Any, i: int, file: str, problems: list[Problem]) -> Buffer | No
         distinct = []
     if len(problems) > before:
         return None
-    return Buffer(bid, size, _int(live[0]), _int(live[1]), align,  # type: ignore[arg-type]
-                  _int(offset) if offset is not None else None,
+    return Buffer(bid, size, parse_int(live[0]), parse_int(live[1]), align,  # type: ignore[arg-type]
+                  parse_int(offset) if offset is not None else None,
                   str(raw["alias_of"]) if raw.get("alias_of") is not None else None,
                   tuple(str(x) for x in distinct))
 
@@ -222,7 +209,7 @@ def load_csv(path: str | Path, capacity: int, element_bytes: int | None = None) 
         if missing:
             raise InputError.one(str(p), "header", f"missing columns: {', '.join(sorted(missing))}")
         for n, row in enumerate(reader, start=2):
-            vals = {k: _int(row.get(k)) for k in ("lower", "upper", "size")}
+            vals = {k: parse_int(row.get(k)) for k in ("lower", "upper", "size")}
             bad = [k for k, v in vals.items() if v is None]
             if bad or vals["size"] <= 0 or vals["lower"] >= vals["upper"]:  # type: ignore[operator]
                 problems.append(Problem(str(p), f"line {n} (buffer {row.get('id')})",

@@ -9,7 +9,7 @@ from typing import Any
 import networkx as nx
 
 from ipuopt.errors import InputError, Problem
-from ipuopt.io import read_document
+from ipuopt.io import parse_int, read_document
 from ipuopt.spec import Spec, load_spec
 
 PAIRED_MODES = ("allowed", "never", "required")
@@ -59,20 +59,6 @@ class Phase:
                 "transfers": [t.to_dict() for t in self.transfers]}
 
 
-def _int(value: Any) -> int | None:
-    """Integers, also written as strings such as "0x80000"; None when not an integer."""
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        return value
-    if isinstance(value, str):
-        try:
-            return int(value, 0)
-        except ValueError:
-            return None
-    return None
-
-
 def _transfer(raw: Any, i: int, file: str, problems: list[Problem]) -> Transfer | None:
     where = f"transfers[{i}]"
     if not isinstance(raw, dict):
@@ -89,7 +75,7 @@ def _transfer(raw: Any, i: int, file: str, problems: list[Problem]) -> Transfer 
     for key in raw:
         if key not in _TRANSFER_KEYS:
             problems.append(Problem(file, f"{where}.{key}", "unknown field"))
-    src = _int(raw.get("src"))
+    src = parse_int(raw.get("src"))
     if src is None:
         problems.append(Problem(file, f"{where}.src", "missing or not an integer tile id"))
     dst_raw = raw.get("dst")
@@ -100,7 +86,7 @@ def _transfer(raw: Any, i: int, file: str, problems: list[Problem]) -> Transfer 
         problems.append(Problem(file, f"{where}.dst", "missing or not a non-empty list of tiles"))
     else:
         for d in dst_raw:
-            v = _int(d)
+            v = parse_int(d)
             if v is None:
                 problems.append(Problem(file, f"{where}.dst", f"{d!r} is not a tile id"))
             else:
@@ -113,7 +99,7 @@ def _transfer(raw: Any, i: int, file: str, problems: list[Problem]) -> Transfer 
         if raw.get(key) is None:
             addrs[key] = None
             continue
-        v = _int(raw[key])
+        v = parse_int(raw[key])
         if v is None or v < 0:
             problems.append(Problem(file, f"{where}.{key}", f"not a byte address: {raw[key]!r}"))
         addrs[key] = v
