@@ -1,25 +1,23 @@
-"""Exact placement search in the manner of MiniMalloc (Moffitt, ASPLOS 2023), in numpy.
+"""Exact placement search for the arena's `fit` problem, in numpy.
 
-What makes the problem easy:
-- canonical placements: every buffer sits at its minimum offset (the highest top
-  of the placed buffers it is live with), and buffers are placed in
-  non-decreasing (offset, rank) order, so each canonical placement is reached
-  by exactly one order;
-- dominance: a buffer whose minimum offset is at or above the lowest top any
-  other unplaced buffer could reach would leave a needless gap: skip it;
-- section-wise bounds: time is cut into sections at every live-range endpoint;
-  later buffers sit at or above the last offset, so in every section
-  max(last offset, skyline) plus the unplaced bytes live there must fit;
-- unallocated floors: a section's skyline is at least the lowest minimum offset of
-  the unplaced buffers live in it (space below that is lost);
-- hatless pruning: when the buffer just placed is live with no unplaced buffer,
-  the rest of the search does not depend on it, so if that fails no sibling can
-  succeed;
+Ideas from MiniMalloc (Moffitt, ASPLOS 2023) and from perfect-packing search:
+- pushed-down placements: any placement can be pushed down until every buffer
+  rests on a top (or 0), so offsets come from a small set of levels;
+- skyline branching: every later buffer goes at or above f, the lowest skyline
+  of the sections still to fill. Of the sections at f, branch on the one with
+  the fewest ways to fill its lowest free byte (fail first): a buffer live
+  there that fits exactly at f, or leaving that byte empty, which raises the
+  section to the next level a buffer could rest on;
+- section bounds: time is cut into sections at every live-range endpoint; in
+  every section the skyline, raised to the lowest spot any unplaced buffer
+  live there can take, plus the unplaced bytes live there must fit;
 - dynamic decomposition: once the unplaced buffers fall into groups that share
   no time, each group is solved on its own (a failure in one is final);
-- several static rank orders (by section total, width in sections, area),
-  tried round robin under a doubling node limit, since one order may be lucky
-  where another thrashes.
+- dominance: equal buffers are interchangeable (one branch per shape) and a
+  state (placed set, skyline, minimum offsets) that failed is not expanded again;
+- value order: a buffer that exactly spans the run of sections at f first;
+- several rank orders and perturbations of them, round robin under a doubling
+  node limit, since search times are heavy-tailed.
 """
 
 from __future__ import annotations
