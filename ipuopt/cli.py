@@ -24,7 +24,8 @@ from ipuopt.profiles import load_profile
 from ipuopt.spec import diff_specs, load_spec, spec_names
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
-                  help="Exact models, lower bounds and greedy fallbacks for IPU exchange phases.")
+                  help="Exact models, lower bounds and greedy fallbacks for IPU compiler problems: exchange "
+                  "scheduling, workload phases, arena placement.")
 specs_app = typer.Typer(no_args_is_help=True, help="Hardware specs: list, show, diff.")
 import_app = typer.Typer(no_args_is_help=True, help="Convert external benchmark formats to phases.")
 app.add_typer(specs_app, name="specs")
