@@ -168,19 +168,19 @@ def _run(n: int, size: np.ndarray, lo: np.ndarray, hi: np.ndarray, align: np.nda
         unplaced[i] = False
         log.append((i, ov, old_min, old_floor))
 
-    raised = [0]  # skylines currently raised by a waste decision (then floors beat min_off)
+    raised: list[int] = []  # sections raised by a waste decision (there floors beat min_off)
 
     def raise_floor(s: int, level: int) -> None:
         log.append((-1, s, int(floor[s]), None))
         floor[s] = level
-        raised[0] += 1
+        raised.append(s)
 
     def rollback(mark: int) -> None:
         while len(log) > mark:
             i, ov, old_min, old_floor = log.pop()
             if i < 0:
                 floor[ov] = old_min
-                raised[0] -= 1
+                raised.pop()
                 continue
             unplaced[i] = True
             offset[i] = -1
@@ -249,18 +249,18 @@ def _run(n: int, size: np.ndarray, lo: np.ndarray, hi: np.ndarray, align: np.nda
                     continue
                 # the lowest spot i can take: above every placed buffer and raised skyline
                 pos = max(int(min_off[i]), f)
-                if raised[0]:
+                if raised:  # only raised sections can lie above min_off
                     pos = max(pos, int(floor[lo[i]:hi[i]].max()))
                 pos += -pos % int(align[i])
                 (options if pos - f < align[i] else above).append((i, pos))
             # Or byte f of s stays empty. In a pushed-down placement a buffer rests on a top:
             # one of the skyline values above f in its sections, or an unplaced buffer's top
             # (at least f plus the smallest unplaced size). Jump to the lowest such level.
+            # (An option's sections all have skyline <= f, so for options only the unplaced
+            # tops count.)
             level = min((p for _, p in above), default=cap)
-            for i, _ in options:
-                seg = floor[lo[i]:hi[i]]
-                higher = seg[seg > f]
-                level = min(level, int(higher.min()) if len(higher) else cap, f + smallest)
+            if options:
+                level = min(level, f + smallest)
             level += -level % grain
             can_waste = level + int(total[s]) <= cap
             ways = len(options) + can_waste
