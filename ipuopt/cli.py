@@ -189,12 +189,7 @@ def compare_cmd(
     loaded = [(f, *load_phase(f, spec)) for f in _phase_files(phases)]
     for f, ph, sp in loaded:
         for name in names:
-            params = {"time_limit": time_limit}
-            if workers is not None:
-                params["workers"] = workers
-            if seed is not None:
-                params["seed"] = seed
-            res = solve(ph, sp, name, params)
+            res = solve(ph, sp, *_params(None, name, time_limit, workers, seed, []))
             s = res.schedule
             rows.append({"phase": f.name, "spec": sp.name, "solver": name,
                          "transfers": len(ph.transfers), "bound": s.lower_bound,

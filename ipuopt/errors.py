@@ -29,3 +29,10 @@ class InputError(ValueError):
     @classmethod
     def one(cls, file: str, field: str, reason: str) -> InputError:
         return cls([Problem(str(file), field, reason)])
+
+
+def unknown_keys(doc: dict, known: tuple[str, ...] | dict, file: str, prefix: str = "",
+                 reason: str = "") -> list[Problem]:
+    """A problem for every key of `doc` that is not among `known`."""
+    why = reason or f"unknown key (known: {', '.join(known)})"
+    return [Problem(file, f"{prefix}{key}", why) for key in doc if key not in known]

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from ipuopt.data_files import data_dir
-from ipuopt.errors import InputError, Problem
+from ipuopt.errors import InputError, Problem, unknown_keys
 from ipuopt.io import read_document
 
 # Schema: key -> (type, required). Nested dicts are sub-schemas. "pos" = positive int,
@@ -216,9 +216,7 @@ def _walk(doc: Any, schema: dict, path: str, file: str, problems: list[Problem])
     if not isinstance(doc, dict):
         problems.append(Problem(file, path or "(top)", "must be a mapping"))
         return
-    for key in doc:
-        if key not in schema:
-            problems.append(Problem(file, f"{path}{key}", f"unknown key (known: {', '.join(schema)})"))
+    problems.extend(unknown_keys(doc, schema, file, path))
     for key, (kind, required) in schema.items():
         where = f"{path}{key}"
         if key not in doc:

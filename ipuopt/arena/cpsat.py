@@ -24,11 +24,13 @@ class ArenaModel:
         roots = arena.roots()
         by_id = {b.id: b for b in arena.buffers}
         self.offset: dict[str, Any] = {}
+        largest: dict[str, int] = {}  # a root's storage holds its largest alias
+        for b in arena.buffers:
+            largest[roots[b.id]] = max(largest.get(roots[b.id], 0), b.size)
         for b in arena.buffers:
             if roots[b.id] != b.id:
                 continue
-            sizes = [x.size for x in arena.buffers if roots[x.id] == b.id]
-            top = cap - max(sizes)
+            top = cap - largest[b.id]
             if b.offset is not None:
                 self.offset[b.id] = m.new_constant(b.offset)
             elif b.align > 1:

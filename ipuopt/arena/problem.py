@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ipuopt.errors import InputError, Problem
+from ipuopt.errors import InputError, Problem, unknown_keys
 from ipuopt.io import parse_int, read_document
 from ipuopt.spec import Spec, load_spec
 
@@ -80,10 +80,7 @@ class Arena:
 def arena_from_dict(doc: Any, file: str = "", relative_to: Path | None = None) -> Arena:
     if not isinstance(doc, dict):
         raise InputError.one(file, "", "an arena must be a mapping with spec, region, buffers")
-    problems: list[Problem] = []
-    for key in doc:
-        if key not in _ARENA_KEYS:
-            problems.append(Problem(file, str(key), f"unknown key (known: {', '.join(_ARENA_KEYS)})"))
+    problems = unknown_keys(doc, _ARENA_KEYS, file)
     spec: Spec = load_spec(str(doc.get("spec", "")), relative_to) if doc.get("spec") else None  # type: ignore[assignment]
     if spec is None:
         raise InputError.one(file, "spec", "missing: name a spec")
@@ -123,9 +120,7 @@ def _buffer(raw: Any, i: int, file: str, problems: list[Problem]) -> Buffer | No
     bid = str(raw["id"])
     w = f"buffer {bid}"
     before = len(problems)
-    for key in raw:
-        if key not in _BUFFER_KEYS:
-            problems.append(Problem(file, f"{w}.{key}", "unknown field"))
+    problems.extend(unknown_keys(raw, _BUFFER_KEYS, file, f"{w}.", "unknown field"))
     size = parse_int(raw.get("size"))
     if size is None or size <= 0:
         problems.append(Problem(file, f"{w}.size", f"must be an integer > 0, got {raw.get('size')!r}"))

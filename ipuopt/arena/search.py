@@ -32,7 +32,7 @@ from ipuopt.arena.problem import Arena
 
 
 class _Stop(Exception):
-    pass
+    """A node or time limit ended this run of the search."""
 
 
 @dataclass

@@ -8,7 +8,7 @@ from typing import Any
 
 import networkx as nx
 
-from ipuopt.errors import InputError, Problem
+from ipuopt.errors import InputError, Problem, unknown_keys
 from ipuopt.io import parse_int, read_document
 from ipuopt.spec import Spec, load_spec
 
@@ -72,9 +72,7 @@ def _transfer(raw: Any, i: int, file: str, problems: list[Problem]) -> Transfer 
         return None
     where = f"transfer {tid}"
     before = len(problems)
-    for key in raw:
-        if key not in _TRANSFER_KEYS:
-            problems.append(Problem(file, f"{where}.{key}", "unknown field"))
+    problems.extend(unknown_keys(raw, _TRANSFER_KEYS, file, f"{where}.", "unknown field"))
     src = parse_int(raw.get("src"))
     if src is None:
         problems.append(Problem(file, f"{where}.src", "missing or not an integer tile id"))
@@ -131,10 +129,7 @@ def _parse(doc: Any, file: str) -> tuple[Phase, list[Problem]]:
     """The phase made of the well-formed transfers, and the problems of the others."""
     if not isinstance(doc, dict):
         raise InputError.one(file, "", "a phase must be a mapping with spec and transfers")
-    problems: list[Problem] = []
-    for key in doc:
-        if key not in _PHASE_KEYS:
-            problems.append(Problem(file, str(key), f"unknown key (known: {', '.join(_PHASE_KEYS)})"))
+    problems = unknown_keys(doc, _PHASE_KEYS, file)
     spec_ref = doc.get("spec")
     if not isinstance(spec_ref, str):
         problems.append(Problem(file, "spec", "missing: name a spec under specs/ or a spec file"))

@@ -57,8 +57,7 @@ def solve(phase: Phase, spec: Spec, backend: str = "greedy", params: dict | None
     greedy_h = horizon_of(timings, starts, widths)
     extra: dict[str, Any] = {"greedy_horizon": greedy_h, "greedy_rule": rule}
     if backend == "greedy":
-        status = OPTIMAL if greedy_h <= ours else FEASIBLE
-        solver_bound = ours
+        status, solver_bound = FEASIBLE, ours  # optimal below when it meets the bound
     else:
         if backend == "cpsat":
             from ipuopt.exchange.cpsat import solve_cpsat as run

@@ -45,7 +45,7 @@ from ipuopt.workloads.workload import Operator, Workload
 class Piece:
     tile: int
     box: Box   # stored coordinates of the tensor
-    addr: int  # byte address of the box's first element... of the buffer row-major over `box`
+    addr: int  # byte address of the buffer that holds `box` row-major
 
 
 @dataclass(frozen=True)
@@ -272,7 +272,9 @@ def _gemm(gen: Generation, op: Operator, cand: Candidate, held: dict[str, list[P
     gen.phases.append(_finish(router, spec, needs, sources, step))
     # Partials, reduction and the output layout.
     p_bytes = PARTIAL_BYTES if lay.parts > 1 else e
-    part_addr = alloc.alloc(act, bb * mb * nb * p_bytes, f"{tag}.partial", step)
+    # with one partial the partial block is the result: its buffer is the output tensor's
+    part_tag = f"{tag}.partial" if lay.parts > 1 else op.out.tensor
+    part_addr = alloc.alloc(act, bb * mb * nb * p_bytes, part_tag, step)
     out_pieces: list[Piece] = []
     if lay.parts == 1:
         for g, bl in enumerate(bsplit):
@@ -315,23 +317,16 @@ def _gemm(gen: Generation, op: Operator, cand: Candidate, held: dict[str, list[P
         gen.phases.append(_finish(red, spec, {partial_name: red_needs},
                                   {partial_name: partial_pieces}, step))
         alloc.free(f"{tag}.recv", step + 1)
-    if lay.parts == 1:
-        # the partial buffer is the output: keep it under the tensor's name
-        for entry in alloc.log:
-            if entry["id"] == f"{tag}.partial":
-                entry["id"] = op.out.tensor
-        for region, items in alloc.live.items():
-            alloc.live[region] = [(o, s, op.out.tensor if t == f"{tag}.partial" else t)
-                                  for o, s, t in items]
-    else:
-        alloc.free(f"{tag}.partial", step + 1)
+    if lay.parts > 1:
+        alloc.free(part_tag, step + 1)
     held[op.out.tensor] = out_pieces
     for t in (f"{tag}.a", f"{tag}.b"):
         alloc.free(t, step + 1)
 
 
 def _tagged(box: Box, partial: int) -> Box:
-    """Partial sums of partial p live in batch-slot p of a 4-D-free encoding: shift batch."""
+    """Partial p's copy of a box: its batch range shifted by p * 10**6, so boxes of different
+    partials never intersect while boxes stay three-dimensional."""
     (b0, b1), rr, cc = box
     return ((partial * 1_000_000 + b0, partial * 1_000_000 + b1), rr, cc)
 
