@@ -23,7 +23,9 @@ Ideas from MiniMalloc (Moffitt, ASPLOS 2023) and from perfect-packing search:
 from __future__ import annotations
 
 import sys
+import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -73,10 +75,10 @@ def _rank(order: str, size: np.ndarray, width: np.ndarray, total: np.ndarray,
 
 
 def search_fit(arena: Arena, capacity: int | None = None, time_limit: float = 60.0,
-               orders: tuple[str, ...] = RANKS) -> SearchResult:
+               orders: tuple[str, ...] = RANKS, stop: threading.Event | None = None) -> SearchResult:
     """Offsets within `capacity` (default: the arena's) honouring sizes, live ranges,
     alignment, aliases and fixed offsets. `distinct_elements_from` is not searched on:
-    callers validate and fall back to CP-SAT."""
+    callers validate and fall back to CP-SAT. Setting `stop` ends the search early."""
     cap = arena.capacity if capacity is None else capacity
     ids, size, first, end, align, roots = _items(arena)
     n = len(ids)
@@ -102,6 +104,10 @@ def search_fit(arena: Arena, capacity: int | None = None, time_limit: float = 60
     covered = starts < np.append(starts[1:], len(pair_sec))
     sections = (pair_buf, starts[covered], np.nonzero(covered)[0])
     deadline = time.perf_counter() + time_limit
+
+    def expired() -> bool:
+        return time.perf_counter() > deadline or (stop is not None and stop.is_set())
+
     nodes = 0
     limit_nodes = max(2 * n, 64)
     sys_limit = sys.getrecursionlimit()
@@ -123,7 +129,7 @@ def search_fit(arena: Arena, capacity: int | None = None, time_limit: float = 60
                     rank = _rank(order, size, width, max_total, area)
                 res = _run(n, size, lo, hi, align, rank, overlaps, sections, total.copy(), nsec, cap,
                            {ids.index(r): off for r, off in fixed_of.items() if r in ids},
-                           limit_nodes, deadline, longest)
+                           limit_nodes, expired, longest)
                 nodes += res[1]
                 if res[0] is not None:
                     out = {ids[i]: int(res[0][i]) for i in range(n)}
@@ -132,7 +138,7 @@ def search_fit(arena: Arena, capacity: int | None = None, time_limit: float = 60
                     return SearchResult(out, True, nodes)
                 if res[2]:  # exhausted without hitting a limit: it does not fit
                     return SearchResult(None, True, nodes)
-                if time.perf_counter() > deadline:
+                if expired():
                     return SearchResult(None, False, nodes)
             limit_nodes *= 2
     finally:
@@ -141,7 +147,7 @@ def search_fit(arena: Arena, capacity: int | None = None, time_limit: float = 60
 
 def _run(n: int, size: np.ndarray, lo: np.ndarray, hi: np.ndarray, align: np.ndarray,
          rank: np.ndarray, overlaps: list[np.ndarray], sections: tuple, total: np.ndarray,
-         nsec: int, cap: int, fixed: dict[int, int], node_limit: int, deadline: float,
+         nsec: int, cap: int, fixed: dict[int, int], node_limit: int, expired: Callable[[], bool],
          longest: bool = False) -> tuple[np.ndarray | None, int, bool]:
     """One depth-first search; returns (offsets or None, nodes, exhausted)."""
     offset = np.full(n, -1, dtype=np.int64)
@@ -211,8 +217,7 @@ def _run(n: int, size: np.ndarray, lo: np.ndarray, hi: np.ndarray, align: np.nda
 
     def dfs(members: np.ndarray) -> bool:
         state["nodes"] += 1
-        if state["nodes"] > node_limit or (state["nodes"] & 127 == 0
-                                           and time.perf_counter() > deadline):
+        if state["nodes"] > node_limit or (state["nodes"] & 127 == 0 and expired()):
             raise _Stop
         cand = members[unplaced[members]]
         if len(cand) == 0:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -50,6 +51,52 @@ def _value(arena: Arena, objective: str, offsets: dict[str, int]) -> tuple[int, 
     return value, rep.peak, rep.ok
 
 
+def _best(arena: Arena, objective: str, candidates: list[tuple[str, dict[str, int]]]) -> dict[str, int]:
+    """The best candidate so far (the CP-SAT hint), or none."""
+    if not candidates:
+        return {}
+    return min(candidates, key=lambda c: _value(arena, objective, c[1])[0])[1]
+
+
+class _CpsatRun:
+    """One CP-SAT solve of the arena model, in this thread (`run`) or another (`start`)."""
+
+    def __init__(self, arena: Arena, objective: str, hint: dict[str, int],
+                 params: dict[str, Any], limit: float) -> None:
+        self.model = ArenaModel(arena, objective)
+        self.model.hint(hint)
+        self.solver = cp_model.CpSolver()
+        apply_params(self.solver, {**{k: v for k, v in params.items() if k != "solver"},
+                                   "time_limit": limit})
+        self.code: Any = cp_model.UNKNOWN
+        self.offsets: dict[str, int] | None = None
+        self.decisive = threading.Event()  # set on a proof: optimal (or found, for fit) or infeasible
+        self.cancelled = threading.Event()
+        self.thread: threading.Thread | None = None
+
+    def run(self) -> None:
+        if not self.cancelled.is_set():
+            self.code = self.solver.solve(self.model.model)
+        if self.code in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+            self.offsets = self.model.read(self.solver)
+        if self.code in (cp_model.OPTIMAL, cp_model.INFEASIBLE):
+            self.decisive.set()
+
+    def start(self) -> None:
+        self.thread = threading.Thread(target=self.run, daemon=True)
+        self.thread.start()
+
+    def finish(self, stop: bool) -> None:
+        """Wait for the thread; with `stop`, end its search first. CP-SAT ignores a stop
+        that arrives before its solve has begun, hence the repeated request."""
+        if stop:
+            self.cancelled.set()
+        while self.thread is not None and self.thread.is_alive():
+            if stop:
+                self.solver.stop_search()
+            self.thread.join(0.05)
+
+
 def place(arena: Arena, objective: str = "fit", solver: str = "auto",
           params: dict[str, Any] | None = None) -> Placement:
     """Place `arena`; every placement returned passes the validator."""
@@ -76,10 +123,23 @@ def place(arena: Arena, objective: str = "fit", solver: str = "auto",
     if g_ok and (solver == "baseline" or (solver == "greedy" and objective == "conflicts")):
         shifted, _ = shift_baseline(arena, greedy)
         candidates.append(("baseline", shifted))
+    cp_run: _CpsatRun | None = None
     if solver in ("auto", "search") and objective in ("fit", "peak"):
         target = arena.capacity if objective == "fit" else live
-        res = search_fit(arena, target, time_limit=limit if solver == "search" else limit / 2)
+        # Search and CP-SAT succeed on different instances (the search on tangled live
+        # ranges, CP-SAT where one shape dominates), so `auto` races them on the two cores
+        # unless asked for one worker, which keeps the run reproducible: search, then CP-SAT.
+        race = solver == "auto" and params.get("workers", 2) != 1
+        if race:
+            cp_run = _CpsatRun(arena, objective, _best(arena, objective, candidates),
+                               {**params, "workers": max(1, int(params.get("workers", 2)) - 1)},
+                               max(0.1, limit - (time.perf_counter() - t0)))
+            cp_run.start()
+        res = search_fit(arena, target, time_limit=limit if solver == "search" or race else limit / 2,
+                         stop=cp_run.decisive if cp_run else None)
         info["search_nodes"] = res.nodes
+        if cp_run is not None:
+            cp_run.finish(stop=res.offsets is not None or res.complete)
         if res.offsets is not None and validate_placement(arena, res.offsets).ok:
             candidates.append(("search", res.offsets))
             if objective == "peak":
@@ -89,20 +149,17 @@ def place(arena: Arena, objective: str = "fit", solver: str = "auto",
             return Placement(arena, objective, "search", INFEASIBLE, None, lower_bound=bound,
                              runtime=time.perf_counter() - t0,
                              reason="exhaustive search: no placement within capacity")
-    need_model = solver in ("cpsat", "milp") or (
-        solver == "auto" and (objective == "conflicts" or not candidates
-                              or (objective == "peak" and status != OPTIMAL)))
-    if need_model and solver != "milp":
-        model = ArenaModel(arena, objective)
-        if candidates:
-            model.hint(min(candidates, key=lambda c: _value(arena, objective, c[1])[0])[1])
-        cp = cp_model.CpSolver()
-        remaining = max(0.1, limit - (time.perf_counter() - t0))
-        apply_params(cp, {**{k: v for k, v in params.items() if k != "solver"},
-                          "time_limit": remaining})
-        code = cp.solve(model.model)
-        if code in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-            candidates.append(("cpsat", model.read(cp)))
+    need_model = solver == "cpsat" or (
+        solver == "auto" and cp_run is None and (objective == "conflicts" or not candidates
+                                                 or (objective == "peak" and status != OPTIMAL)))
+    if need_model:
+        cp_run = _CpsatRun(arena, objective, _best(arena, objective, candidates), params,
+                           max(0.1, limit - (time.perf_counter() - t0)))
+        cp_run.run()
+    if cp_run is not None:
+        cp, code = cp_run.solver, cp_run.code
+        if cp_run.offsets is not None:
+            candidates.append(("cpsat", cp_run.offsets))
             if code == cp_model.OPTIMAL:
                 status = OPTIMAL
             elif objective == "conflicts":
