@@ -22,15 +22,30 @@ Ideas from MiniMalloc (Moffitt, ASPLOS 2023) and from perfect-packing search:
 
 from __future__ import annotations
 
+import itertools
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import numpy as np
 
 from ipuopt.arena.problem import Arena
+
+
+def luby(i: int) -> int:
+    """The i-th term (from 1) of the Luby sequence 1 1 2 1 1 2 4 1 1 2 ...: restart limits
+    within a constant factor of the best fixed limit for an unknown run-time distribution."""
+    k = 1
+    while (1 << k) - 1 < i:
+        k += 1
+    while i != (1 << k) - 1:
+        i -= (1 << (k - 1)) - 1
+        k = 1
+        while (1 << k) - 1 < i:
+            k += 1
+    return 1 << (k - 1)
 
 
 class _Stop(Exception):
@@ -75,7 +90,8 @@ def _rank(order: str, size: np.ndarray, width: np.ndarray, total: np.ndarray,
 
 
 def search_fit(arena: Arena, capacity: int | None = None, time_limit: float = 60.0,
-               orders: tuple[str, ...] = RANKS, stop: threading.Event | None = None) -> SearchResult:
+               orders: tuple[str, ...] = RANKS, stop: threading.Event | None = None,
+               seed: int = 0) -> SearchResult:
     """Offsets within `capacity` (default: the arena's) honouring sizes, live ranges,
     alignment, aliases and fixed offsets. `distinct_elements_from` is not searched on:
     callers validate and fall back to CP-SAT. Setting `stop` ends the search early."""
@@ -99,48 +115,64 @@ def search_fit(arena: Arena, capacity: int | None = None, time_limit: float = 60
     pair_sec = np.concatenate([np.arange(lo[i], hi[i]) for i in range(n)]) if n else np.zeros(0, int)
     pair_buf = np.concatenate([np.full(hi[i] - lo[i], i) for i in range(n)]) if n else np.zeros(0, int)
     by_sec = np.argsort(pair_sec, kind="stable")
-    pair_sec, pair_buf = pair_sec[by_sec], pair_buf[by_sec]
-    starts = np.searchsorted(pair_sec, np.arange(nsec))
+    starts = np.searchsorted(pair_sec[by_sec], np.arange(nsec))
     covered = starts < np.append(starts[1:], len(pair_sec))
-    sections = (pair_buf, starts[covered], np.nonzero(covered)[0])
+    # the pairs by section (for per-section reductions), and by buffer (for per-buffer ones)
+    sections = (pair_sec[by_sec], pair_buf[by_sec], starts[covered], np.nonzero(covered)[0],
+                pair_sec, np.concatenate([[0], np.cumsum(width)[:-1]]).astype(np.int64))
     deadline = time.perf_counter() + time_limit
 
     def expired() -> bool:
         return time.perf_counter() > deadline or (stop is not None and stop.is_set())
 
     nodes = 0
-    limit_nodes = max(2 * n, 64)
+    base = max(2 * n, 64)
     sys_limit = sys.getrecursionlimit()
-    sys.setrecursionlimit(max(sys_limit, 4 * n + 1000))
-    rng = np.random.default_rng(0)
-    try:
+    # one frame per placement, per raised skyline and per split into parts
+    sys.setrecursionlimit(max(sys_limit, 20 * (n + nsec) + 1000))
+    fixed = {ids.index(r): off for r, off in fixed_of.items() if r in ids}
+
+    def perturbed(rng: np.random.Generator) -> np.ndarray:
+        jitter = np.exp(rng.normal(0.0, 0.5, n))
+        return _rank("A", size, width, max_total, (area * jitter).astype(np.int64))
+
+    def rounds() -> Iterator[tuple[np.ndarray, bool, bool, int]]:
+        """Rounds under a doubling node limit: each rank order with and without preferring
+        the longest fit, then as many random perturbations, all sweeping in time."""
+        rng = np.random.default_rng(seed)
+        limit = base
         while True:
-            # Each rank order with and without preferring the longest buffer among equally
-            # good fits, then as many randomly perturbed orders: search times are heavy-tailed
-            # and instances differ in which strategy suits them, so all run round robin
-            # under a doubling node limit.
-            plans = [(o, v) for o in orders for v in (False, True)]
-            plans += [(f"~{k}", bool(k % 2)) for k in range(len(plans))]
-            for order, longest in plans:
-                if order.startswith("~"):
-                    jitter = np.exp(rng.normal(0.0, 0.5, n))
-                    rank = _rank("A", size, width, max_total, (area * jitter).astype(np.int64))
-                else:
-                    rank = _rank(order, size, width, max_total, area)
-                res = _run(n, size, lo, hi, align, rank, overlaps, sections, total.copy(), nsec, cap,
-                           {ids.index(r): off for r, off in fixed_of.items() if r in ids},
-                           limit_nodes, expired, longest)
-                nodes += res[1]
-                if res[0] is not None:
-                    out = {ids[i]: int(res[0][i]) for i in range(n)}
-                    for b in arena.buffers:
-                        out[b.id] = out[roots[b.id]]
-                    return SearchResult(out, True, nodes)
-                if res[2]:  # exhausted without hitting a limit: it does not fit
-                    return SearchResult(None, True, nodes)
-                if expired():
-                    return SearchResult(None, False, nodes)
-            limit_nodes *= 2
+            plans = [(_rank(o, size, width, max_total, area), v) for o in orders for v in (False, True)]
+            plans += [(perturbed(rng), bool(k % 2)) for k in range(len(plans))]
+            for rank, longest in plans:
+                yield rank, longest, True, limit
+            limit *= 2
+
+    def restarts() -> Iterator[tuple[np.ndarray, bool, bool, int]]:
+        """Random perturbations with a random value preference and section rule, under
+        node limits that follow the Luby sequence."""
+        rng = np.random.default_rng(seed + 1)
+        for k in itertools.count(1):
+            yield perturbed(rng), bool(rng.integers(2)), bool(rng.integers(2)), base * luby(k)
+
+    try:
+        # Search times are heavy-tailed and instances differ in which strategy suits them,
+        # so two restart strategies take turns. Limits grow without bound, so a run
+        # eventually exhausts the tree when nothing fits.
+        turns = itertools.chain.from_iterable(zip(rounds(), restarts(), strict=True))
+        for rank, longest, sweep, limit in turns:
+            res = _run(n, size, lo, hi, align, rank, overlaps, sections, total.copy(), nsec, cap,
+                       fixed, limit, expired, longest, sweep)
+            nodes += res[1]
+            if res[0] is not None:
+                out = {ids[i]: int(res[0][i]) for i in range(n)}
+                for b in arena.buffers:
+                    out[b.id] = out[roots[b.id]]
+                return SearchResult(out, True, nodes)
+            if res[2]:  # exhausted without hitting a limit: it does not fit
+                return SearchResult(None, True, nodes)
+            if expired():
+                return SearchResult(None, False, nodes)
     finally:
         sys.setrecursionlimit(sys_limit)
 
@@ -148,14 +180,14 @@ def search_fit(arena: Arena, capacity: int | None = None, time_limit: float = 60
 def _run(n: int, size: np.ndarray, lo: np.ndarray, hi: np.ndarray, align: np.ndarray,
          rank: np.ndarray, overlaps: list[np.ndarray], sections: tuple, total: np.ndarray,
          nsec: int, cap: int, fixed: dict[int, int], node_limit: int, expired: Callable[[], bool],
-         longest: bool = False) -> tuple[np.ndarray | None, int, bool]:
+         longest: bool = False, sweep: bool = True) -> tuple[np.ndarray | None, int, bool]:
     """One depth-first search; returns (offsets or None, nodes, exhausted)."""
     offset = np.full(n, -1, dtype=np.int64)
     min_off = np.zeros(n, dtype=np.int64)
     floor = np.zeros(nsec, dtype=np.int64)
     unplaced = np.ones(n, dtype=bool)
     state = {"nodes": 0}
-    pair_buf, seg_starts, seg_secs = sections
+    pair_sec, pair_buf, seg_starts, seg_secs, buf_sec, buf_start = sections
     big = np.int64(1) << 62
     failed: set = set()
     log: list[tuple] = []  # placements and raised skylines, so a failed part can be rolled back
@@ -243,51 +275,51 @@ def _run(n: int, size: np.ndarray, lo: np.ndarray, hi: np.ndarray, align: np.nda
             return False
         f = int(eff[busy].min())
         smallest = int(size[cand].min())
-        best = None
         # Every later buffer goes at or above f, the lowest skyline. Of the sections at f,
         # branch on the one with the fewest ways to fill its lowest free byte: a buffer
         # live there that fits exactly at f, or leaving that byte empty.
-        for s in (np.nonzero(busy & (eff == f))[0] + s_lo)[:64].tolist():
-            options, above = [], []
-            for i in cover[s]:
-                if not unplaced[i]:
-                    continue
-                # the lowest spot i can take: above every placed buffer and raised skyline
-                pos = max(int(min_off[i]), f)
-                if raised:  # only raised sections can lie above min_off
-                    pos = max(pos, int(floor[lo[i]:hi[i]].max()))
-                pos += -pos % int(align[i])
-                (options if pos - f < align[i] else above).append((i, pos))
-            # Or byte f of s stays empty. In a pushed-down placement a buffer rests on a top:
-            # one of the skyline values above f in its sections, or an unplaced buffer's top
-            # (at least f plus the smallest unplaced size). Jump to the lowest such level.
-            # (An option's sections all have skyline <= f, so for options only the unplaced
-            # tops count.)
-            level = min((p for _, p in above), default=cap)
-            if options:
-                level = min(level, f + smallest)
-            level += -level % grain
-            can_waste = level + int(total[s]) <= cap
-            ways = len(options) + can_waste
-            if ways == 0:
-                failed.add(key)
-                return False
-            if best is None or ways < best[0]:
-                best = (ways, s, options, level, can_waste)
-                if ways == 1:
-                    break
-        _, s, options, level, can_waste = best  # type: ignore[misc]
+        # The lowest spot each buffer can take: above every placed buffer and raised skyline
+        # (only raised sections can lie above min_off).
+        pos = np.maximum(min_off, f)
+        if raised:
+            pos = np.maximum(pos, np.maximum.reduceat(floor[buf_sec], buf_start))
+        pos += -pos % align
+        at_f = np.zeros(nsec, dtype=bool)
+        at_f[s_lo:s_hi] = busy & (eff == f)
+        live = at_f[pair_sec] & unplaced[pair_buf]  # (section at f, unplaced buffer) pairs
+        ps, pp = pair_sec[live], pos[pair_buf[live]]
+        fits = pp - f < align[pair_buf[live]]
+        heads = np.flatnonzero(np.r_[True, ps[1:] != ps[:-1]])
+        n_fit = np.add.reduceat(fits.astype(np.int64), heads)
+        # Or byte f of s stays empty. In a pushed-down placement a buffer rests on a top:
+        # one of the skyline values above f in its sections, or an unplaced buffer's top
+        # (at least f plus the smallest unplaced size). Jump to the lowest such level.
+        # (A fitting buffer's sections all have skyline <= f, so for those only the
+        # unplaced tops count.)
+        levels = np.minimum.reduceat(np.where(fits, cap, pp), heads)
+        levels = np.where(n_fit > 0, np.minimum(levels, f + smallest), levels)
+        levels += -levels % grain
+        wastes = levels + total[ps[heads]] <= cap
+        ways = n_fit + wastes
+        if sweep:  # the first section in time with at most one way, else the fewest early on
+            ways = ways[:64]
+            low = np.flatnonzero(ways <= 1)
+            k = int(low[0]) if len(low) else int(np.argmin(ways))
+        else:  # the fewest ways anywhere
+            k = int(np.argmin(ways))
+        if ways[k] == 0:
+            failed.add(key)
+            return False
+        s, level, can_waste = int(ps[heads[k]]), int(levels[k]), bool(wastes[k])
+        options = [(i, int(pos[i])) for i in cover[s] if unplaced[i] and pos[i] - f < align[i]]
         # Value order: a buffer that exactly spans the run of sections at f around s first,
         # then one that starts where the run starts, then one that ends where it ends, then
         # the longest, then by rank.
-        at_f = eff == f
-        run_lo = s - s_lo
-        while run_lo > 0 and at_f[run_lo - 1] and busy[run_lo - 1]:
+        run_lo, run_hi = s, s + 1
+        while run_lo > s_lo and at_f[run_lo - 1]:
             run_lo -= 1
-        run_hi = s - s_lo + 1
-        while run_hi < len(at_f) and at_f[run_hi] and busy[run_hi]:
+        while run_hi < s_hi and at_f[run_hi]:
             run_hi += 1
-        run_lo, run_hi = run_lo + s_lo, run_hi + s_lo
         options.sort(key=lambda o: (not (lo[o[0]] == run_lo and hi[o[0]] == run_hi),
                                     lo[o[0]] != run_lo, hi[o[0]] != run_hi,
                                     -(hi[o[0]] - lo[o[0]]) if longest else 0))
@@ -321,6 +353,6 @@ def _run(n: int, size: np.ndarray, lo: np.ndarray, hi: np.ndarray, align: np.nda
             cover[sec].append(i)
     try:
         found = dfs(np.nonzero(unplaced)[0])
-    except _Stop:
+    except (_Stop, RecursionError):  # a run too deep to finish counts as cut short
         return None, state["nodes"], False
     return (offset.copy() if found else None), state["nodes"], not found
