@@ -8,9 +8,10 @@ import random
 import pytest
 from conftest import SHARED, run_cli
 
+from ipuopt.arena.cpsat import grain
 from ipuopt.arena.greedy import best_fit, shift_baseline
 from ipuopt.arena.problem import Arena, Buffer, Conflict, load_csv
-from ipuopt.arena.search import search_fit
+from ipuopt.arena.search import luby, search_fit
 from ipuopt.arena.solve import place
 from ipuopt.arena.validate import validate_placement
 
@@ -148,3 +149,48 @@ def test_place_arena_file_json(write_yaml, tmp_path) -> None:
     assert r.returncode == 0, r.stderr
     res = json.loads(out.read_text())
     assert res["status"] == "optimal" and res["peak"] == 69632 == res["lower_bound"]
+
+
+def test_grain_counts_only_what_survives_push_down() -> None:
+    kib = [Buffer("a", 2048, 0, 2), Buffer("b", 3072, 1, 3)]
+    assert grain(Arena(kib, 8192, 16), "fit") == 1024
+    assert grain(Arena([*kib, Buffer("c", 1024, 0, 1, align=512)], 8192, 16), "peak") == 512
+    assert grain(Arena([*kib, Buffer("d", 1024, 0, 1, offset=256)], 8192, 16), "fit") == 256
+    assert grain(Arena(kib, 8192, 16), "conflicts") == 1  # elements do not survive push-down
+    assert grain(Arena([kib[0], Buffer("e", 1024, 0, 1, distinct_elements_from=("a",))], 8192, 16),
+                 "fit") == 1
+
+
+def test_luby_sequence() -> None:
+    assert [luby(i) for i in range(1, 16)] == [1, 1, 2, 1, 1, 2, 4, 1, 1, 2, 1, 1, 2, 4, 8]
+
+
+def test_auto_races_search_and_cpsat_on_minimalloc_k() -> None:
+    """K defeats the search but not CP-SAT counting in KiB; auto must return its placement."""
+    arena = load_csv(SHARED / "data" / "minimalloc" / "challenging" / "K.1048576.csv", 1048576)
+    res = place(arena, "fit", "auto", {"time_limit": 60})
+    assert res.status == "optimal" and validate_placement(arena, res.offsets).ok
+
+
+def test_auto_with_one_worker_is_reproducible() -> None:
+    arena = load_csv(SHARED / "data" / "minimalloc" / "challenging" / "A.1048576.csv", 1048576)
+    runs = [place(arena, "fit", "auto", {"time_limit": 60, "workers": 1, "seed": 0}) for _ in range(2)]
+    assert runs[0].offsets is not None and runs[0].offsets == runs[1].offsets
+
+
+def test_auto_reports_a_cpsat_infeasibility_proof() -> None:
+    """Live bytes fit, but the fixed buffer splits the space so that c has no room."""
+    arena = Arena([Buffer("f", 1024, 0, 2, offset=1024), Buffer("c", 3072, 0, 2)], 4096, 4096)
+    res = place(arena, "fit", "auto", {"time_limit": 20})
+    assert res.status == "infeasible" and res.offsets is None
+
+
+def test_csv_accepts_minimalloc_column_names(tmp_path) -> None:
+    src = tmp_path / "m.csv"
+    src.write_text("buffer,start,end,size\n0,0,2,4\n1,1,3,4\n")
+    out = tmp_path / "placed.csv"
+    r = run_cli("place", "--csv", str(src), "--capacity", "8", "--out", str(out))
+    assert r.returncode == 0, r.stderr
+    rows = out.read_text().splitlines()
+    assert rows[0] == "id,lower,upper,size,offset"
+    assert sorted(int(row.split(",")[4]) for row in rows[1:]) == [0, 4]

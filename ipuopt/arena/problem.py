@@ -189,8 +189,13 @@ def load_arena(path: str | Path) -> Arena:
     return arena_from_dict(read_document(p), str(p), p.parent)
 
 
+# MiniMalloc's later benchmark files name the columns buffer,start,end,size
+_CSV_ALIASES = {"buffer": "id", "start": "lower", "begin": "lower", "end": "upper"}
+
+
 def load_csv(path: str | Path, capacity: int, element_bytes: int | None = None) -> Arena:
-    """The public allocator CSV: id,lower,upper,size (live over [lower, upper))."""
+    """The public allocator CSV: id,lower,upper,size (live over [lower, upper)); the
+    names buffer, start (or begin) and end are accepted for id, lower and upper."""
     p = Path(path)
     if not p.is_file():
         raise InputError.one(str(p), "", "file not found")
@@ -200,9 +205,11 @@ def load_csv(path: str | Path, capacity: int, element_bytes: int | None = None) 
     buffers = []
     with p.open(newline="") as handle:
         reader = csv.DictReader(handle)
-        missing = {"id", "lower", "upper", "size"} - set(reader.fieldnames or [])
+        header = [_CSV_ALIASES.get(h.strip(), h.strip()) for h in reader.fieldnames or []]
+        missing = {"id", "lower", "upper", "size"} - set(header)
         if missing:
             raise InputError.one(str(p), "header", f"missing columns: {', '.join(sorted(missing))}")
+        reader.fieldnames = header
         for n, row in enumerate(reader, start=2):
             vals = {k: parse_int(row.get(k)) for k in ("lower", "upper", "size")}
             bad = [k for k, v in vals.items() if v is None]

@@ -124,7 +124,9 @@ def place(arena: Arena, objective: str = "fit", solver: str = "auto",
         shifted, _ = shift_baseline(arena, greedy)
         candidates.append(("baseline", shifted))
     cp_run: _CpsatRun | None = None
-    if solver in ("auto", "search") and objective in ("fit", "peak"):
+    settled = solver == "auto" and g_ok and objective in ("fit", "peak") and (
+        objective == "fit" or g_peak <= live)  # greedy already meets the bound
+    if solver in ("auto", "search") and objective in ("fit", "peak") and not settled:
         target = arena.capacity if objective == "fit" else live
         # Search and CP-SAT succeed on different instances (the search on tangled live
         # ranges, CP-SAT where one shape dominates), so `auto` races them on the two cores
