@@ -11,7 +11,7 @@ from conftest import SHARED, run_cli
 from ipuopt.arena.cpsat import grain
 from ipuopt.arena.greedy import best_fit, shift_baseline
 from ipuopt.arena.problem import Arena, Buffer, Conflict, load_csv
-from ipuopt.arena.search import luby, search_fit
+from ipuopt.arena.search import search_fit
 from ipuopt.arena.solve import place
 from ipuopt.arena.validate import validate_placement
 
@@ -159,10 +159,6 @@ def test_grain_counts_only_what_survives_push_down() -> None:
     assert grain(Arena(kib, 8192, 16), "conflicts") == 1  # elements do not survive push-down
     assert grain(Arena([kib[0], Buffer("e", 1024, 0, 1, distinct_elements_from=("a",))], 8192, 16),
                  "fit") == 1
-
-
-def test_luby_sequence() -> None:
-    assert [luby(i) for i in range(1, 16)] == [1, 1, 2, 1, 1, 2, 4, 1, 1, 2, 1, 1, 2, 4, 8]
 
 
 def test_auto_races_search_and_cpsat_on_minimalloc_k() -> None:

@@ -18,8 +18,8 @@ Ideas from MiniMalloc (Moffitt, ASPLOS 2023) and from perfect-packing search:
   state (placed set, skyline, minimum offsets) that failed is not expanded again;
 - value order: a buffer that exactly spans the run of sections at f first;
 - restarts, since search times are heavy-tailed: rounds of rank orders and
-  perturbations of them under a doubling node limit take turns with random
-  restarts under Luby node limits.
+  perturbations of them under a doubling node limit take turns with short
+  random restarts.
 
 The branching choice is made with numpy reductions over (section, buffer) pairs;
 a node costs about 0.1 to 0.3 ms. CP-SAT, counting addresses in the size gcd,
@@ -39,20 +39,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from ipuopt.arena.problem import Arena
-
-
-def luby(i: int) -> int:
-    """The i-th term (from 1) of the Luby sequence 1 1 2 1 1 2 4 1 1 2 ...: restart limits
-    within a constant factor of the best fixed limit for an unknown run-time distribution."""
-    k = 1
-    while (1 << k) - 1 < i:
-        k += 1
-    while i != (1 << k) - 1:
-        i -= (1 << (k - 1)) - 1
-        k = 1
-        while (1 << k) - 1 < i:
-            k += 1
-    return 1 << (k - 1)
 
 
 class _Stop(Exception):
@@ -156,16 +142,17 @@ def search_fit(arena: Arena, capacity: int | None = None, time_limit: float = 60
             limit *= 2
 
     def restarts() -> Iterator[tuple[np.ndarray, bool, bool, int]]:
-        """Random perturbations with a random value preference and section rule, under
-        node limits that follow the Luby sequence."""
+        """Random perturbations with a random value preference and section rule, each a
+        short run."""
         rng = np.random.default_rng(seed + 1)
-        for k in itertools.count(1):
-            yield perturbed(rng), bool(rng.integers(2)), bool(rng.integers(2)), base * luby(k)
+        while True:
+            yield perturbed(rng), bool(rng.integers(2)), bool(rng.integers(2)), 2 * base
 
     try:
         # Search times are heavy-tailed and instances differ in which strategy suits them,
-        # so two restart strategies take turns. Limits grow without bound, so a run
-        # eventually exhausts the tree when nothing fits.
+        # so two restart strategies take turns. Placements are found by nearly
+        # backtrack-free dives (a few n nodes), hence the short random runs; the rounds'
+        # limits grow without bound, so a run eventually exhausts the tree when nothing fits.
         turns = itertools.chain.from_iterable(zip(rounds(), restarts(), strict=True))
         for rank, longest, sweep, limit in turns:
             res = _run(n, size, lo, hi, align, rank, overlaps, sections, total.copy(), nsec, cap,
