@@ -190,3 +190,12 @@ def test_csv_accepts_minimalloc_column_names(tmp_path) -> None:
     rows = out.read_text().splitlines()
     assert rows[0] == "id,lower,upper,size,offset"
     assert sorted(int(row.split(",")[4]) for row in rows[1:]) == [0, 4]
+
+
+def test_auto_peak_above_live_bytes_is_left_to_cpsat() -> None:
+    """The search proves the live-bytes peak unreachable; CP-SAT must still find the optimum."""
+    arena = Arena([Buffer("f", 1024, 0, 2, offset=1024), Buffer("c", 3072, 0, 2),
+                   Buffer("d", 1024, 2, 3)], 8192, 4096)
+    res = place(arena, "peak", "auto", {"time_limit": 20})
+    assert arena.peak_live()[0] == 4096
+    assert res.status == "optimal" and res.peak == res.lower_bound == 5120

@@ -126,6 +126,8 @@ def place(arena: Arena, objective: str = "fit", solver: str = "auto",
     cp_run: _CpsatRun | None = None
     settled = solver == "auto" and g_ok and objective in ("fit", "peak") and (
         objective == "fit" or g_peak <= live)  # greedy already meets the bound
+    if settled:
+        status = OPTIMAL
     if solver in ("auto", "search") and objective in ("fit", "peak") and not settled:
         target = arena.capacity if objective == "fit" else live
         # Search and CP-SAT succeed on different instances (the search on tangled live
@@ -141,7 +143,8 @@ def place(arena: Arena, objective: str = "fit", solver: str = "auto",
                          stop=cp_run.decisive if cp_run else None)
         info["search_nodes"] = res.nodes
         if cp_run is not None:
-            cp_run.finish(stop=res.offsets is not None or res.complete)
+            # an exhausted search settles `fit`; for `peak` it only shows that peak > live
+            cp_run.finish(stop=res.offsets is not None or (res.complete and objective == "fit"))
         if res.offsets is not None and validate_placement(arena, res.offsets).ok:
             candidates.append(("search", res.offsets))
             if objective == "peak":
