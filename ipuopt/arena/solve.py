@@ -130,6 +130,10 @@ def place(arena: Arena, objective: str = "fit", solver: str = "auto",
         status = OPTIMAL
     if solver in ("auto", "search") and objective in ("fit", "peak") and not settled:
         target = arena.capacity if objective == "fit" else live
+        # The search leaves the space under a fixed buffer unused and reserves an alias
+        # owner over its aliases' whole hull, so only without either is an exhausted search
+        # a proof that nothing fits.
+        exhaustive = all(b.offset is None and b.alias_of is None for b in arena.buffers)
         # Search and CP-SAT succeed on different instances (the search on tangled live
         # ranges, CP-SAT where one shape dominates), so `auto` races them on the two cores
         # unless asked for one worker, which keeps the run reproducible: search, then CP-SAT.
@@ -144,13 +148,13 @@ def place(arena: Arena, objective: str = "fit", solver: str = "auto",
         info["search_nodes"] = res.nodes
         if cp_run is not None:
             # an exhausted search settles `fit`; for `peak` it only shows that peak > live
-            cp_run.finish(stop=res.offsets is not None or (res.complete and objective == "fit"))
+            cp_run.finish(stop=res.offsets is not None or (res.complete and objective == "fit"
+                                                           and exhaustive))
         if res.offsets is not None and validate_placement(arena, res.offsets).ok:
             candidates.append(("search", res.offsets))
             if objective == "peak":
                 status = OPTIMAL  # reached the live-bytes lower bound
-        elif res.complete and objective == "fit" and not arena.conflicts and all(
-                b.offset is None and not b.distinct_elements_from for b in arena.buffers):
+        elif res.complete and objective == "fit" and exhaustive:
             return Placement(arena, objective, "search", INFEASIBLE, None, lower_bound=bound,
                              runtime=time.perf_counter() - t0,
                              reason="exhaustive search: no placement within capacity")
