@@ -1,6 +1,7 @@
 """MiniMalloc "challenging" instances: place each within its capacity, validated.
 
-    .venv/bin/python benchmarks/minimalloc.py [--time-limit 60] [--solver auto|search|cpsat]
+    .venv/bin/python benchmarks/minimalloc.py [--time-limit 60] [--solver auto|search|cpsat] [--seed 0]
+                                              [--data DIR]   (DIR holds the CSVs and an INDEX.tsv)
 
 Prints instance, buffers, lower bound (peak live bytes), placed?, peak, time, the
 solver whose placement was kept (`auto` races the exact search against CP-SAT), and the
@@ -26,6 +27,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--time-limit", type=float, default=60.0)
     ap.add_argument("--solver", default="auto")
+    ap.add_argument("--seed", type=int, default=0, help="seeds the search's restarts (and CP-SAT)")
     ap.add_argument("--data", type=Path, default=DATA)
     args = ap.parse_args()
     with open(args.data / "INDEX.tsv") as index:
@@ -37,7 +39,7 @@ def main() -> None:
         cap = int(r["capacity"])
         arena = load_csv(args.data / r["file"], cap)
         t0 = time.perf_counter()
-        res = place(arena, "fit", args.solver, {"time_limit": args.time_limit})
+        res = place(arena, "fit", args.solver, {"time_limit": args.time_limit, "seed": args.seed})
         dt = time.perf_counter() - t0
         ok = res.offsets is not None and validate_placement(arena, res.offsets).ok
         placed += ok

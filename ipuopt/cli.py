@@ -316,8 +316,10 @@ def place_cmd(
     objective: Annotated[str, typer.Option(help="fit | peak | conflicts")] = "fit",
     solver: Annotated[str, typer.Option(help="auto | greedy | baseline | search | cpsat | milp")] = "auto",
     time_limit: Annotated[float, typer.Option(help="Seconds.")] = 60.0,
-    workers: Annotated[int | None, typer.Option()] = None,
-    seed: Annotated[int | None, typer.Option()] = None,
+    workers: Annotated[int | None, typer.Option(
+        help="CP-SAT workers; with 1, auto runs the search and then CP-SAT (reproducible) "
+             "instead of racing them.")] = None,
+    seed: Annotated[int | None, typer.Option(help="Seeds the search's restarts and CP-SAT.")] = None,
     out: Annotated[Path | None, typer.Option(help="Placement JSON (or CSV with --csv).")] = None,
     json_out: JsonOpt = False,
 ) -> None:

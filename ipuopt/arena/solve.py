@@ -144,7 +144,7 @@ def place(arena: Arena, objective: str = "fit", solver: str = "auto",
                                max(0.1, limit - (time.perf_counter() - t0)))
             cp_run.start()
         res = search_fit(arena, target, time_limit=limit if solver == "search" or race else limit / 2,
-                         stop=cp_run.decisive if cp_run else None)
+                         stop=cp_run.decisive if cp_run else None, seed=int(params.get("seed", 0)))
         info["search_nodes"] = res.nodes
         if cp_run is not None:
             # an exhausted search settles `fit`; for `peak` it only shows that peak > live
