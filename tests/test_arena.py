@@ -199,3 +199,12 @@ def test_auto_peak_above_live_bytes_is_left_to_cpsat() -> None:
     res = place(arena, "peak", "auto", {"time_limit": 20})
     assert arena.peak_live()[0] == 4096
     assert res.status == "optimal" and res.peak == res.lower_bound == 5120
+
+
+def test_auto_race_keeps_to_the_time_limit_with_a_seed() -> None:
+    """One CP-SAT worker plus a seed would turn its limit into deterministic time; the race
+    must still end on the wall clock."""
+    arena = load_csv(SHARED / "data" / "minimalloc" / "challenging" / "I.1048576.csv", 1048576)
+    res = place(arena, "fit", "auto", {"time_limit": 2, "seed": 1})
+    assert res.runtime < 15
+    assert res.offsets is None or validate_placement(arena, res.offsets).ok

@@ -139,9 +139,13 @@ def place(arena: Arena, objective: str = "fit", solver: str = "auto",
         # unless asked for one worker, which keeps the run reproducible: search, then CP-SAT.
         race = solver == "auto" and params.get("workers", 2) != 1
         if race:
+            remaining = max(0.1, limit - (time.perf_counter() - t0))
             cp_run = _CpsatRun(arena, objective, _best(arena, objective, candidates),
                                {**params, "workers": max(1, int(params.get("workers", 2)) - 1)},
-                               max(0.1, limit - (time.perf_counter() - t0)))
+                               remaining)
+            # a race is not reproducible anyway: hold CP-SAT to the wall clock even when a
+            # seed and one worker would make its limit deterministic time
+            cp_run.solver.parameters.max_time_in_seconds = remaining
             cp_run.start()
         res = search_fit(arena, target, time_limit=limit if solver == "search" or race else limit / 2,
                          stop=cp_run.decisive if cp_run else None, seed=int(params.get("seed", 0)))
