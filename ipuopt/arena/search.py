@@ -104,7 +104,6 @@ def search_fit(arena: Arena, capacity: int | None = None, time_limit: float = 60
     max_total = np.array([total[lo[i]:hi[i]].max() for i in range(n)], dtype=np.int64)
     overlaps = [np.nonzero((first < end[i]) & (first[i] < end))[0] for i in range(n)]
     overlaps = [ov[ov != i] for i, ov in enumerate(overlaps)]
-    # (section, buffer) pairs grouped by section, for per-section minima in one reduceat
     pair_sec = np.concatenate([np.arange(lo[i], hi[i]) for i in range(n)]) if n else np.zeros(0, int)
     pair_buf = np.concatenate([np.full(hi[i] - lo[i], i) for i in range(n)]) if n else np.zeros(0, int)
     by_sec = np.argsort(pair_sec, kind="stable")
@@ -136,7 +135,7 @@ def search_fit(arena: Arena, capacity: int | None = None, time_limit: float = 60
         limit = base
         while True:
             plans = [(_rank(o, size, width, max_total, area), v) for o in orders for v in (False, True)]
-            plans += [(perturbed(rng), bool(k % 2)) for k in range(len(plans))]
+            plans += [(perturbed(rng), bool(k % 2)) for k in range(len(plans) or 6)]
             for rank, longest in plans:
                 yield rank, longest, True, limit
             limit *= 2
