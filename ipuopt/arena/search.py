@@ -18,8 +18,8 @@ Ideas from MiniMalloc (Moffitt, ASPLOS 2023) and from perfect-packing search:
   state (placed set, skyline, minimum offsets) that failed is not expanded again;
 - value order: a buffer that exactly spans the run of sections at f first;
 - restarts, since search times are heavy-tailed: rounds of rank orders and
-  perturbations of them under a doubling node limit take turns with short
-  random restarts.
+  perturbations of them under a doubling node limit take turns, node for node,
+  with short random restarts.
 
 The branching choice is made with numpy reductions over (section, buffer) pairs;
 a node costs about 0.1 to 0.3 ms. CP-SAT, counting addresses in the size gcd,
@@ -29,7 +29,6 @@ succeeds where this search does not (MiniMalloc K) and fails where it succeeds
 
 from __future__ import annotations
 
-import itertools
 import sys
 import threading
 import time
@@ -147,13 +146,19 @@ def search_fit(arena: Arena, capacity: int | None = None, time_limit: float = 60
         while True:
             yield perturbed(rng), bool(rng.integers(2)), bool(rng.integers(2)), 2 * base
 
+    def turns() -> Iterator[tuple[np.ndarray, bool, bool, int]]:
+        """Search times are heavy-tailed and instances differ in which strategy suits them,
+        so the two take turns, with equal node budgets. Placements are found by nearly
+        backtrack-free dives (a few n nodes), hence the short random runs; the rounds'
+        limits grow without bound, so a run eventually exhausts the tree when nothing fits."""
+        short = restarts()
+        for run in rounds():
+            yield run
+            for _ in range(max(1, run[3] // (2 * base))):
+                yield next(short)
+
     try:
-        # Search times are heavy-tailed and instances differ in which strategy suits them,
-        # so two restart strategies take turns. Placements are found by nearly
-        # backtrack-free dives (a few n nodes), hence the short random runs; the rounds'
-        # limits grow without bound, so a run eventually exhausts the tree when nothing fits.
-        turns = itertools.chain.from_iterable(zip(rounds(), restarts(), strict=True))
-        for rank, longest, sweep, limit in turns:
+        for rank, longest, sweep, limit in turns():
             res = _run(n, size, lo, hi, align, rank, overlaps, sections, total.copy(), nsec, cap,
                        fixed, limit, expired, longest, sweep)
             nodes += res[1]
