@@ -150,11 +150,12 @@ def place(arena: Arena, objective: str = "fit", solver: str = "auto",
         res = search_fit(arena, target, time_limit=limit if solver == "search" or race else limit / 2,
                          stop=cp_run.decisive if cp_run else None, seed=int(params.get("seed", 0)))
         info["search_nodes"] = res.nodes
+        # (the search ignores distinct_elements_from, so its placement may not stand)
+        found = res.offsets is not None and validate_placement(arena, res.offsets).ok
         if cp_run is not None:
             # an exhausted search settles `fit`; for `peak` it only shows that peak > live
-            cp_run.finish(stop=res.offsets is not None or (res.complete and objective == "fit"
-                                                           and exhaustive))
-        if res.offsets is not None and validate_placement(arena, res.offsets).ok:
+            cp_run.finish(stop=found or (res.complete and objective == "fit" and exhaustive))
+        if found:
             candidates.append(("search", res.offsets))
             if objective == "peak":
                 status = OPTIMAL  # reached the live-bytes lower bound
