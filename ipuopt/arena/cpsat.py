@@ -10,10 +10,6 @@ from ortools.sat.python import cp_model
 from ipuopt.arena.problem import Arena
 
 
-def _together(a, b) -> bool:
-    return a.first < b.end and b.first < a.end
-
-
 def grain(arena: Arena, objective: str) -> int:
     """The address unit the model may count in without losing a solution.
 
@@ -41,13 +37,11 @@ class ArenaModel:
         roots = arena.roots()
         by_id = {b.id: b for b in arena.buffers}
         self.offset: dict[str, Any] = {}
-        largest: dict[str, int] = {}  # a root's storage holds its largest alias
-        for b in arena.buffers:
-            largest[roots[b.id]] = max(largest.get(roots[b.id], 0), b.size)
+        storage = arena.storage()
         for b in arena.buffers:
             if roots[b.id] != b.id:
                 continue
-            top = (cap - largest[b.id]) // g
+            top = (cap - storage[b.id][0]) // g
             if b.offset is not None:
                 self.offset[b.id] = m.new_constant(b.offset // g)
             elif b.align > g:
@@ -85,7 +79,7 @@ class ArenaModel:
         self.shares: list[tuple[int, Any]] = []
         if objective == "conflicts":
             for c in arena.conflicts:
-                if not _together(by_id[c.a], by_id[c.b]) or c.weight == 0:
+                if not by_id[c.a].live_with(by_id[c.b]) or c.weight == 0:
                     continue
                 (a0, a1), (b0, b1) = elements(c.a), elements(c.b)
                 if c.a == c.b:
@@ -111,7 +105,7 @@ class ArenaModel:
         bs = arena.buffers
         for i, a in enumerate(bs):
             for b in bs[i + 1:]:
-                if roots[a.id] != roots[b.id] and _together(a, b):
+                if roots[a.id] != roots[b.id] and a.live_with(b):
                     m.add_no_overlap([m.new_fixed_size_interval_var(off[a.id], a.size // self.grain, ""),
                                       m.new_fixed_size_interval_var(off[b.id], b.size // self.grain, "")])
 

@@ -17,11 +17,7 @@ def best_fit(arena: Arena, order: str = "size") -> dict[str, int]:
     roots = arena.roots()
     by_id = {b.id: b for b in arena.buffers}
     eb = arena.element_bytes
-    span: dict[str, list[int]] = {}
-    for b in arena.buffers:  # a root reserves its storage while any alias is live
-        r = roots[b.id]
-        s = span.setdefault(r, [by_id[r].size, b.first, b.end])
-        span[r] = [max(s[0], b.size), min(s[1], b.first), max(s[2], b.end)]
+    span = arena.storage()  # a root reserves its storage while any alias is live
     distinct: dict[str, set[str]] = {}
     for b in arena.buffers:
         for d in b.distinct_elements_from:

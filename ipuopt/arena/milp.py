@@ -14,10 +14,6 @@ from ipuopt.arena.problem import Arena
 from ipuopt.exchange.milp import _backend, _quiet_stdout
 
 
-def _together(a, b) -> bool:
-    return a.first < b.end and b.first < a.end
-
-
 def solve_arena_milp(arena: Arena, objective: str, time_limit: float | None,
                      solver: str = "highs") -> tuple[str, dict[str, int] | None, float | None]:
     """(status, offsets, dual bound of the objective) with status optimal|feasible|unknown|infeasible."""
@@ -44,7 +40,7 @@ def solve_arena_milp(arena: Arena, objective: str, time_limit: float | None,
     n = 0
     for i, a in enumerate(bs):
         for b in bs[i + 1:]:
-            if roots[a.id] != roots[b.id] and _together(a, b):
+            if roots[a.id] != roots[b.id] and a.live_with(b):
                 y = prob.add_variable(f"y{n}", cat="Binary")
                 n += 1
                 prob.addConstraint(off[a.id] + a.size <= off[b.id] + cap * (1 - y))
@@ -78,7 +74,7 @@ def solve_arena_milp(arena: Arena, objective: str, time_limit: float | None,
     cost = 0
     if objective == "conflicts":
         for c in arena.conflicts:
-            if c.weight and _together(by_id[c.a], by_id[c.b]):
+            if c.weight and by_id[c.a].live_with(by_id[c.b]):
                 if c.a == c.b:
                     cost += c.weight
                     continue

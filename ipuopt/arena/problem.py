@@ -27,6 +27,9 @@ class Buffer:
     alias_of: str | None = None
     distinct_elements_from: tuple[str, ...] = ()
 
+    def live_with(self, other: Buffer) -> bool:
+        return self.first < other.end and other.first < self.end
+
 
 @dataclass(frozen=True)
 class Conflict:
@@ -58,6 +61,17 @@ class Arena:
                 seen.add(cur.id)
                 cur = self.buffers[self.index[cur.alias_of]]
             out[b.id] = cur.id
+        return out
+
+    def storage(self) -> dict[str, tuple[int, int, int]]:
+        """Per storage root: (size, first, end) of the storage the placers reserve, which
+        holds the root's largest alias over the hull of their live ranges."""
+        roots = self.roots()
+        out: dict[str, tuple[int, int, int]] = {}
+        for b in self.buffers:
+            r = roots[b.id]
+            size, first, end = out.get(r, (b.size, b.first, b.end))
+            out[r] = (max(size, b.size), min(first, b.first), max(end, b.end))
         return out
 
     def peak_live(self) -> tuple[int, int]:

@@ -53,18 +53,12 @@ class SearchResult:
 
 def _items(arena: Arena) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict]:
     """Storage items: each root with its aliases' hull of live ranges and largest size."""
-    roots = arena.roots()
-    agg: dict[str, list[int]] = {}
-    for b in arena.buffers:
-        r = roots[b.id]
-        old = agg.get(r)
-        agg[r] = [b.size, b.first, b.end] if old is None else [
-            max(old[0], b.size), min(old[1], b.first), max(old[2], b.end)]
-    ids = list(agg)
+    storage = arena.storage()
+    ids = list(storage)
     by_id = {b.id: b for b in arena.buffers}
-    arr = np.array([agg[i] for i in ids], dtype=np.int64).reshape(-1, 3)
+    arr = np.array([storage[i] for i in ids], dtype=np.int64).reshape(-1, 3)
     align = np.array([by_id[i].align for i in ids], dtype=np.int64)
-    return ids, arr[:, 0], arr[:, 1], arr[:, 2], align, roots
+    return ids, arr[:, 0], arr[:, 1], arr[:, 2], align, arena.roots()
 
 
 RANKS = ("WAT", "TAW", "TWA")
@@ -131,10 +125,10 @@ def search_fit(arena: Arena, capacity: int | None = None, time_limit: float = 60
         """Rounds under a doubling node limit: each rank order with and without preferring
         the longest fit, then as many random perturbations, all sweeping in time."""
         rng = np.random.default_rng(seed)
+        given = [(_rank(o, size, width, max_total, area), v) for o in orders for v in (False, True)]
         limit = base
         while True:
-            plans = [(_rank(o, size, width, max_total, area), v) for o in orders for v in (False, True)]
-            plans += [(perturbed(rng), bool(k % 2)) for k in range(len(plans) or 6)]
+            plans = given + [(perturbed(rng), bool(k % 2)) for k in range(len(given) or 6)]
             for rank, longest in plans:
                 yield rank, longest, True, limit
             limit *= 2
@@ -296,7 +290,6 @@ def _run(n: int, size: np.ndarray, lo: np.ndarray, hi: np.ndarray, align: np.nda
         # unplaced tops count.)
         levels = np.minimum.reduceat(np.where(fits, cap, pp), heads)
         levels = np.where(n_fit > 0, np.minimum(levels, f + smallest), levels)
-        levels += -levels % grain
         wastes = levels + total[ps[heads]] <= cap
         ways = n_fit + wastes
         if sweep:  # the first section in time with at most one way, else the fewest early on
@@ -343,8 +336,6 @@ def _run(n: int, size: np.ndarray, lo: np.ndarray, hi: np.ndarray, align: np.nda
         failed.add(key)
         return False
 
-    grain = int(np.gcd.reduce(np.concatenate([size, align, np.array(list(fixed.values()) or [0],
-                                                                       dtype=np.int64)])))
     cover: list[list[int]] = [[] for _ in range(nsec)]
     for i in np.argsort(rank).tolist():
         for sec in range(lo[i], hi[i]):

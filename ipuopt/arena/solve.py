@@ -137,11 +137,12 @@ def place(arena: Arena, objective: str = "fit", solver: str = "auto",
         # Search and CP-SAT succeed on different instances (the search on tangled live
         # ranges, CP-SAT where one shape dominates), so `auto` races them on the two cores
         # unless asked for one worker, which keeps the run reproducible: search, then CP-SAT.
-        race = solver == "auto" and params.get("workers", 2) != 1
+        workers = int(params.get("workers", 2))
+        race = solver == "auto" and workers != 1
         if race:
             remaining = max(0.1, limit - (time.perf_counter() - t0))
             cp_run = _CpsatRun(arena, objective, _best(arena, objective, candidates),
-                               {**params, "workers": max(1, int(params.get("workers", 2)) - 1)},
+                               {**params, "workers": max(1, workers - 1)},
                                remaining)
             # a race is not reproducible anyway: hold CP-SAT to the wall clock even when a
             # seed and one worker would make its limit deterministic time
