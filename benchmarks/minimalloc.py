@@ -11,16 +11,15 @@ best-fit greedy peaks for comparison.
 from __future__ import annotations
 
 import argparse
-import csv
 import time
 from pathlib import Path
+
+from public_data import DEFAULT_ROOT, index_rows
 
 from ipuopt.arena.greedy import best_fit
 from ipuopt.arena.problem import load_csv
 from ipuopt.arena.solve import place
 from ipuopt.arena.validate import validate_placement
-
-DATA = Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "minimalloc"
 
 
 def main() -> None:
@@ -28,10 +27,10 @@ def main() -> None:
     ap.add_argument("--time-limit", type=float, default=60.0)
     ap.add_argument("--solver", default="auto")
     ap.add_argument("--seed", type=int, default=0, help="seeds the search's restarts (and CP-SAT)")
-    ap.add_argument("--data", type=Path, default=DATA)
+    ap.add_argument("--data", type=Path, default=DEFAULT_ROOT / "minimalloc",
+                    help="folder with the instances and INDEX.tsv (default: %(default)s)")
     args = ap.parse_args()
-    with open(args.data / "INDEX.tsv") as index:
-        rows = list(csv.DictReader(index, delimiter="\t"))
+    rows = index_rows(args.data, "minimalloc")
     print(f"{'instance':<26} {'buffers':>7} {'bound':>8} {'placed':>6} {'peak':>8} {'time':>7} "
           f"{'by':>7} {'greedy size':>11} {'greedy area':>11}", flush=True)
     placed = 0

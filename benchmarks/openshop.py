@@ -10,17 +10,16 @@ and a summary: reached best known, proved optimal, median time.
 from __future__ import annotations
 
 import argparse
-import csv
 import statistics
 import sys
 import time
 from pathlib import Path
 
+from public_data import DEFAULT_ROOT, index_rows
+
 from ipuopt.exchange.openshop import openshop_phase, read_openshop
 from ipuopt.exchange.solve import solve
 from ipuopt.spec import load_spec
-
-DATA = Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "openshop"
 
 
 def main() -> None:
@@ -28,14 +27,14 @@ def main() -> None:
     ap.add_argument("--time-limit", type=float, default=60.0)
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--only", default="", help="substring of instance names to keep")
-    ap.add_argument("--data", type=Path, default=DATA)
+    ap.add_argument("--data", type=Path, default=DEFAULT_ROOT / "openshop",
+                    help="folder with the instances and INDEX.tsv (default: %(default)s)")
     ap.add_argument("--prove-split", type=float, default=0.5,
                     help="share of the time for optimising before refuting shorter horizons; "
                          "1 gives the plain CP-SAT model")
     args = ap.parse_args()
     spec = load_spec("openshop")
-    with open(args.data / "INDEX.tsv") as index:
-        rows = list(csv.DictReader(index, delimiter="\t"))
+    rows = index_rows(args.data, "openshop")
     rows = [r for r in rows if args.only in r["name"]]
     print(f"{'instance':<16} {'set':<9} {'n x m':>6} {'bound':>6} {'greedy':>7} {'exact':>6} "
           f"{'best':>6} {'status':<9} {'time':>7}", flush=True)

@@ -5,14 +5,19 @@ from __future__ import annotations
 import csv
 import io
 import json
+import os
 import sys
+import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 import yaml
 
+from ipuopt import __version__
 from ipuopt.errors import InputError
 from ipuopt.exchange.bounds import all_bounds, best_bound
 from ipuopt.exchange.phase import load_phase
@@ -23,16 +28,33 @@ from ipuopt.io import write_atomic, write_json
 from ipuopt.profiles import load_profile
 from ipuopt.spec import diff_specs, load_spec, spec_names
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+# Plain help text: rich markup would read "[/REGION]" in an option's help as a closing tag.
+_TYPER = {"add_completion": False, "no_args_is_help": True, "pretty_exceptions_enable": False,
+          "rich_markup_mode": None}
+app = typer.Typer(**_TYPER,
                   help="Exact models, lower bounds and greedy fallbacks for IPU compiler problems: exchange "
-                  "scheduling, workload phases, arena placement.")
-specs_app = typer.Typer(no_args_is_help=True, help="Hardware specs: list, show, diff.")
-import_app = typer.Typer(no_args_is_help=True, help="Convert external benchmark formats to phases.")
+                  "scheduling, workload phases, arena placement. Documentation: docs/ in the repository.")
+specs_app = typer.Typer(**_TYPER, help="Hardware specs: list, show, diff.")
+import_app = typer.Typer(**_TYPER, help="Convert external benchmark formats to phases.")
 app.add_typer(specs_app, name="specs")
 app.add_typer(import_app, name="import")
 
 SpecOpt = Annotated[str | None, typer.Option("--spec", help="Spec name or file; overrides the phase's.")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Machine-readable output.")]
+VerboseOpt = Annotated[bool, typer.Option("--verbose", help="The solver's own log, on stderr.")]
+QuietOpt = Annotated[bool, typer.Option("--quiet", help="No progress lines on stderr.")]
+
+
+def _version(value: bool) -> None:
+    if value:
+        print(f"ipuopt {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
+                                                help="Print the version and exit.")] = False) -> None:
+    """Exact models, lower bounds and greedy fallbacks for IPU compiler problems."""
 
 
 def _err(msg: str) -> None:
@@ -44,25 +66,118 @@ def _pct(g: float | None) -> str:
 
 
 class _Progress:
-    """Incumbent/bound/gap lines on stderr, at most one a second, after the first 2 s."""
+    """Progress on stderr for long commands: a line every `every` seconds after the first 2 s
+    (what runs, elapsed, the best figures so far), and at once (at most one a second) when a
+    solver reports a better incumbent. Solvers call it with what they know."""
 
-    def __init__(self, quiet: bool) -> None:
-        self.quiet = quiet
+    def __init__(self, quiet: bool, task: str, every: float = 3.0) -> None:
+        self.quiet, self.every = quiet, every
+        self.info: dict[str, Any] = {"task": task}
         self.t0 = time.perf_counter()
         self.last = 0.0
+        self.done = threading.Event()
+        self.lock = threading.Lock()
+
+    def start(self, task: str) -> None:
+        """A new task: forget the figures of the last one."""
+        with self.lock:
+            self.info = {"task": task}
 
     def __call__(self, info: dict[str, Any]) -> None:
+        with self.lock:
+            better = info.get("incumbent") not in (None, self.info.get("incumbent"))
+            self.info.update({k: v for k, v in info.items() if v is not None})
+        if better and time.perf_counter() - self.t0 - self.last >= 1.0:
+            self._line()
+
+    def _line(self) -> None:
         now = time.perf_counter() - self.t0
-        if self.quiet or now < 2.0 or now - self.last < 1.0:
+        if self.quiet or now < 2.0:
             return
         self.last = now
-        inc, bnd = info.get("incumbent"), info.get("bound")
-        g = (inc - bnd) / inc if inc and bnd is not None else None
-        _err(f"[{now:7.1f}s] incumbent {inc}  bound {bnd}  gap {_pct(g)}")
+        with self.lock:
+            info = dict(self.info)
+        parts = [f"[{now:7.1f}s] {info.pop('task')}"]
+        inc, bnd = info.pop("incumbent", None), info.pop("bound", None)
+        if inc is not None or bnd is not None:
+            g = (inc - bnd) / inc if inc and bnd is not None else None
+            parts.append(f"incumbent {inc}  bound {bnd}  gap {_pct(g)}")
+        info.pop("elapsed", None)  # the line starts with it
+        parts += [f"{k} {v:.1f}" if isinstance(v, float) else f"{k} {v}" for k, v in info.items()]
+        _err("  ".join(parts))
+
+    def __enter__(self) -> _Progress:
+        def tick() -> None:
+            while not self.done.wait(0.25):
+                if time.perf_counter() - self.t0 - self.last >= self.every:
+                    self._line()
+
+        threading.Thread(target=tick, daemon=True).start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.done.set()
+
+
+@contextmanager
+def _solver_log(verbose: bool) -> Iterator[None]:
+    """With --verbose, the solvers' own logs (written by C++ to file descriptor 1) go to stderr,
+    so stdout keeps only ipuopt's output (and --json stays parseable)."""
+    if not verbose:
+        yield
+        return
+    sys.stdout.flush()
+    saved = os.dup(1)
+    os.dup2(2, 1)
+    try:
+        yield
+    finally:
+        sys.stdout.flush()
+        os.dup2(saved, 1)
+        os.close(saved)
+
+
+def _check_run(time_limit: float | None = None, workers: int | None = None,
+               seed: int | None = None) -> None:
+    """Option ranges, checked before any work."""
+    if time_limit is not None and not time_limit >= 0:
+        raise InputError.one("", "--time-limit", f"must be >= 0 seconds, got {time_limit:g}")
+    if workers is not None and workers < 1:
+        raise InputError.one("", "--workers", f"must be >= 1, got {workers}")
+    if seed is not None and seed < 0:
+        raise InputError.one("", "--seed", f"must be >= 0, got {seed}")
+
+
+def _check_out(out: Path | None, *inputs: Path | None, option: str = "--out") -> None:
+    """An output path that can be written, checked before a solve so a bad path loses no run."""
+    if out is None:
+        return
+    if out.is_dir():
+        raise InputError.one(str(out), option, "is a directory; give a file name")
+    folder = out.parent
+    if not folder.is_dir():
+        raise InputError.one(str(out), option, f"folder {folder} does not exist")
+    if not os.access(folder, os.W_OK):
+        raise InputError.one(str(out), option, f"folder {folder} is not writable")
+    for other in inputs:
+        if other is not None and out.exists() and other.exists() and out.resolve() == other.resolve():
+            raise InputError.one(str(out), option, "refusing to overwrite an input file")
+
+
+def _check_out_dir(out_dir: Path | None) -> None:
+    if out_dir is None:
+        return
+    if out_dir.exists() and not out_dir.is_dir():
+        raise InputError.one(str(out_dir), "--out-dir", "exists and is not a folder")
+    existing = next(p for p in (out_dir, *out_dir.parents) if p.exists())
+    if not existing.is_dir() or not os.access(existing, os.W_OK):
+        raise InputError.one(str(out_dir), "--out-dir", f"cannot create or write in {existing}")
 
 
 def _params(profile: str | None, solver: str | None, time_limit: float | None,
-            workers: int | None, seed: int | None, param: list[str]) -> tuple[str, dict]:
+            workers: int | None, seed: int | None, param: list[str],
+            verbose: bool = False) -> tuple[str, dict]:
+    _check_run(time_limit, workers, seed)
     backend, params = load_profile(profile) if profile else ("greedy", {})
     if solver:
         if solver not in BACKENDS:
@@ -79,6 +194,8 @@ def _params(profile: str | None, solver: str | None, time_limit: float | None,
             raise InputError.one("", "--param", f"{item!r} is not KEY=VALUE")
         key, value = item.split("=", 1)
         params[key.strip()] = yaml.safe_load(value)
+    if verbose:
+        params["verbose"] = True
     return backend, params
 
 
@@ -86,7 +203,9 @@ def _print_result(res: ExchangeResult, spec_clock: float, sync: int) -> None:
     s = res.schedule
     us = s.horizon / spec_clock * 1e6 if s.horizon is not None else 0
     print(f"phase      {s.phase or '(unnamed)'}: {len(s.starts)} transfers on {s.spec}")
-    print(f"solver     {s.solver}  status {s.status}  time {res.runtime:.2f}s")
+    by = s.extra.get("produced_by", s.solver)
+    print(f"solver     {s.solver}  status {s.status}  time {res.runtime:.2f}s"
+          + (f"  (schedule from {by})" if by != s.solver else ""))
     print(f"horizon    {s.horizon} cycles ({us:.2f} us) + sync {sync}")
     if "greedy_horizon" in s.extra and s.solver != "greedy":
         print(f"greedy     {s.extra['greedy_horizon']}")
@@ -97,7 +216,7 @@ def _print_result(res: ExchangeResult, spec_clock: float, sync: int) -> None:
 
 @app.command("solve")
 def solve_cmd(
-    phase: Annotated[Path, typer.Argument(help="Phase file (YAML or JSON).")],
+    phase: Annotated[Path, typer.Argument(help="Phase file (YAML or JSON) or bundled example name.")],
     spec: SpecOpt = None,
     profile: Annotated[str | None, typer.Option(help="Solver profile name or file.")] = None,
     solver: Annotated[str | None, typer.Option(help="greedy | cpsat | milp | lns")] = None,
@@ -107,12 +226,15 @@ def solve_cmd(
     param: Annotated[list[str], typer.Option(help="Backend parameter KEY=VALUE, repeatable.")] = [],  # noqa: B006
     out: Annotated[Path | None, typer.Option(help="Write the schedule JSON here.")] = None,
     json_out: JsonOpt = False,
+    verbose: VerboseOpt = False,
     quiet: Annotated[bool, typer.Option("--quiet", help="Print nothing but errors.")] = False,
 ) -> None:
     """Schedule one exchange phase; print horizon, bounds and gap."""
+    backend, params = _params(profile, solver, time_limit, workers, seed, param, verbose)
+    _check_out(out, phase)
     ph, sp = load_phase(phase, spec)
-    backend, params = _params(profile, solver, time_limit, workers, seed, param)
-    res = solve(ph, sp, backend, params, _Progress(quiet))
+    with _Progress(quiet, f"solve {backend}") as progress, _solver_log(verbose):
+        res = solve(ph, sp, backend, params, progress)
     if out:
         write_json(out, res.schedule.to_dict([t.id for t in ph.transfers]), protect=(phase,))
     if quiet:
@@ -124,7 +246,8 @@ def solve_cmd(
 
 
 @app.command("bounds")
-def bounds_cmd(phase: Annotated[Path, typer.Argument()], spec: SpecOpt = None,
+def bounds_cmd(phase: Annotated[Path, typer.Argument(help="Phase file or bundled example name.")],
+               spec: SpecOpt = None,
                json_out: JsonOpt = False) -> None:
     """Lower bounds on the phase's optimal horizon, each by name."""
     ph, sp = load_phase(phase, spec)
@@ -140,8 +263,8 @@ def bounds_cmd(phase: Annotated[Path, typer.Argument()], spec: SpecOpt = None,
 
 
 @app.command("validate")
-def validate_cmd(phase: Annotated[Path, typer.Argument()],
-                 schedule: Annotated[Path, typer.Argument()], spec: SpecOpt = None,
+def validate_cmd(phase: Annotated[Path, typer.Argument(help="Phase file or bundled example name.")],
+                 schedule: Annotated[Path, typer.Argument(help="Schedule JSON.")], spec: SpecOpt = None,
                  json_out: JsonOpt = False) -> None:
     """Check a schedule against every rule; exit 1 and list the violations when it fails."""
     ph, sp = load_phase(phase, spec)
@@ -163,7 +286,10 @@ def _phase_files(paths: list[Path]) -> list[Path]:
     files: list[Path] = []
     for p in paths:
         if p.is_dir():
-            files += sorted(f for f in p.iterdir() if f.suffix in (".yaml", ".yml", ".json"))
+            found = sorted(f for f in p.iterdir() if f.suffix in (".yaml", ".yml", ".json"))
+            if not found:
+                raise InputError.one(str(p), "", "folder holds no phase file (.yaml, .yml, .json)")
+            files += found
         else:
             files.append(p)
     return files
@@ -171,7 +297,7 @@ def _phase_files(paths: list[Path]) -> list[Path]:
 
 @app.command("compare")
 def compare_cmd(
-    phases: Annotated[list[Path], typer.Argument(help="Phase files or directories of them.")],
+    phases: Annotated[list[Path], typer.Argument(help="Phase files, folders of them, or bundled names.")],
     solvers: Annotated[str, typer.Option(help="Comma-separated backends.")] = "greedy,cpsat",
     spec: SpecOpt = None,
     time_limit: Annotated[float, typer.Option(help="Seconds per exact solve.")] = 10.0,
@@ -179,17 +305,24 @@ def compare_cmd(
     seed: Annotated[int | None, typer.Option()] = None,
     json_out: JsonOpt = False,
     csv_out: Annotated[bool, typer.Option("--csv", help="CSV output.")] = False,
+    verbose: VerboseOpt = False,
+    quiet: QuietOpt = False,
 ) -> None:
     """One row per phase and solver: transfers, best bound, horizon, status, gap, time."""
     names = [s.strip() for s in solvers.split(",") if s.strip()]
+    if not names:
+        raise InputError.one("", "--solvers", "name at least one solver")
     for n in names:
         if n not in BACKENDS:
             raise InputError.one("", "--solvers", f"unknown solver {n!r} (one of {', '.join(BACKENDS)})")
+    _check_run(time_limit, workers, seed)
     rows = []
     loaded = [(f, *load_phase(f, spec)) for f in _phase_files(phases)]
-    for f, ph, sp in loaded:
-        for name in names:
-            res = solve(ph, sp, *_params(None, name, time_limit, workers, seed, []))
+    cells = [(f, ph, sp, name) for f, ph, sp in loaded for name in names]
+    with _Progress(quiet, "compare") as progress, _solver_log(verbose):
+        for i, (f, ph, sp, name) in enumerate(cells):
+            progress.start(f"compare {i + 1}/{len(cells)}: {f.name} {name}")
+            res = solve(ph, sp, *_params(None, name, time_limit, workers, seed, [], verbose), progress)
             s = res.schedule
             rows.append({"phase": f.name, "spec": sp.name, "solver": name,
                          "transfers": len(ph.transfers), "bound": s.lower_bound,
@@ -230,19 +363,24 @@ def gen_cmd(
     spec: Annotated[str, typer.Option(help="Spec name or file.")] = "gc200",
     layout: Annotated[list[str], typer.Option(help="OP=RxCxP/AxB[/REGION], repeatable.")] = [],  # noqa: B006
     out_dir: Annotated[Path | None, typer.Option(help="Write one phase file per phase here.")] = None,
-    arena: Annotated[bool, typer.Option(help="Also write the workload's arena file.")] = False,
+    arena: Annotated[bool, typer.Option("--arena", help="Also write the workload's arena file.")] = False,
     json_out: JsonOpt = False,
+    quiet: QuietOpt = False,
 ) -> None:
     """Generate every exchange phase a workload needs with the chosen GEMM layouts."""
     from ipuopt.workloads.phases import generate, phase_stats
     from ipuopt.workloads.workload import load_workload
 
+    _check_out_dir(out_dir)
+    if arena and out_dir is None:
+        raise InputError.one("", "--arena", "needs --out-dir to write the arena file into")
     wl = load_workload(workload)
-    sp = load_spec(spec)
-    gen = generate(wl, sp, _parse_layouts(layout, sp))
+    sp = load_spec(spec, field="--spec")
+    with _Progress(quiet, f"gen {wl.name}"):
+        gen = generate(wl, sp, _parse_layouts(layout, sp))
+        stats = [phase_stats(gp, sp) for gp in gen.phases]
     rows = []
-    for gp in gen.phases:
-        st = phase_stats(gp, sp)
+    for gp, st in zip(gen.phases, stats, strict=True):
         if out_dir is not None:
             out_dir.mkdir(parents=True, exist_ok=True)
             path = out_dir / f"{wl.name}-{gp.phase.name}.json"
@@ -286,8 +424,12 @@ def layouts_cmd(
     from ipuopt.workloads.gemm import enumerate_candidates
     from ipuopt.workloads.workload import load_workload
 
+    if top < 0:
+        raise InputError.one("", "--top", f"must be >= 0 (0: all), got {top}")
+    if not 0 <= min_utilisation <= 1:
+        raise InputError.one("", "--min-utilisation", f"must be within [0, 1], got {min_utilisation:g}")
     wl = load_workload(workload)
-    sp = load_spec(spec)
+    sp = load_spec(spec, field="--spec")
     result = {}
     for o in wl.operators:
         if o.kind != "gemm" or (op and o.name != op):
@@ -310,7 +452,7 @@ def layouts_cmd(
 
 @app.command("place")
 def place_cmd(
-    arena: Annotated[Path | None, typer.Argument(help="Arena file (YAML or JSON).")] = None,
+    arena: Annotated[Path | None, typer.Argument(help="Arena file (YAML, JSON) or bundled name.")] = None,
     csv_in: Annotated[Path | None, typer.Option("--csv", help="Allocator CSV: id,lower,upper,size.")] = None,
     capacity: Annotated[int | None, typer.Option(help="Bytes available (with --csv).")] = None,
     objective: Annotated[str, typer.Option(help="fit | peak | conflicts")] = "fit",
@@ -322,26 +464,34 @@ def place_cmd(
     seed: Annotated[int | None, typer.Option(help="Seeds the search's restarts and CP-SAT.")] = None,
     out: Annotated[Path | None, typer.Option(help="Placement JSON (or CSV with --csv).")] = None,
     json_out: JsonOpt = False,
+    verbose: VerboseOpt = False,
+    quiet: QuietOpt = False,
 ) -> None:
     """Give buffers offsets: no overlap while live together, within capacity."""
-    from ipuopt.arena.problem import load_arena, load_csv
-    from ipuopt.arena.solve import place
+    from ipuopt.arena.problem import OBJECTIVES, load_arena, load_csv
+    from ipuopt.arena.solve import SOLVERS, place
 
     if (arena is None) == (csv_in is None):
         raise InputError.one("", "ARENA/--csv", "give an arena file or --csv FILE --capacity BYTES")
-    if csv_in is not None:
-        if capacity is None:
-            raise InputError.one(str(csv_in), "--capacity", "required with --csv")
-        problem = load_csv(csv_in, capacity)
-    else:
-        problem = load_arena(arena)  # type: ignore[arg-type]
-    params: dict[str, Any] = {"time_limit": time_limit}
-    if workers is not None:
-        params["workers"] = workers
-    if seed is not None:
-        params["seed"] = seed
-    res = place(problem, objective, solver, params)
+    if objective not in OBJECTIVES:
+        raise InputError.one("", "--objective",
+                             f"unknown objective {objective!r} (one of {', '.join(OBJECTIVES)})")
+    if solver not in SOLVERS:
+        raise InputError.one("", "--solver", f"unknown solver {solver!r} (one of {', '.join(SOLVERS)})")
+    _check_run(time_limit, workers, seed)
+    if csv_in is not None and capacity is None:
+        raise InputError.one(str(csv_in), "--capacity", "required with --csv")
+    if capacity is not None and capacity <= 0:
+        raise InputError.one("", "--capacity", f"must be > 0 bytes, got {capacity}")
     source = csv_in or arena
+    _check_out(out, source)
+    problem = load_csv(csv_in, capacity) if csv_in is not None else load_arena(arena)  # type: ignore[arg-type]
+    params: dict[str, Any] = {"time_limit": time_limit}
+    for key, value in (("workers", workers), ("seed", seed), ("verbose", verbose or None)):
+        if value is not None:
+            params[key] = value
+    with _Progress(quiet, f"place {solver}") as progress, _solver_log(verbose):
+        res = place(problem, objective, solver, params, progress)
     if out is not None and res.offsets is not None:
         if csv_in is not None:
             buf = io.StringIO()
@@ -361,7 +511,12 @@ def place_cmd(
         print(f"arena      {problem.name or source}: {len(problem.buffers)} buffers, capacity "
               f"{problem.capacity}")
         print(f"solver     {res.solver}  status {res.status}  time {res.runtime:.2f}s")
-        if res.offsets is not None:
+        if res.offsets is None:
+            pass
+        elif objective == "fit":
+            print(f"objective  fit: every buffer placed within capacity (peak {res.peak} of "
+                  f"{problem.capacity} bytes)")
+        else:
             print(f"objective  {objective} = {res.value}  peak {res.peak}  lower bound {res.lower_bound}")
         if res.reason:
             print(f"reason     {res.reason}")
@@ -378,7 +533,8 @@ def specs_list() -> None:
 
 
 @specs_app.command("show")
-def specs_show(name: str, json_out: JsonOpt = False) -> None:
+def specs_show(name: Annotated[str, typer.Argument(help="Spec name or file.")],
+               json_out: JsonOpt = False) -> None:
     """The resolved spec (after extends)."""
     s = load_spec(name)
     doc = {k: v for k, v in (s.raw or {}).items() if k != "extends"}
@@ -388,7 +544,8 @@ def specs_show(name: str, json_out: JsonOpt = False) -> None:
 
 
 @specs_app.command("diff")
-def specs_diff(a: str, b: str) -> None:
+def specs_diff(a: Annotated[str, typer.Argument(help="Spec name or file.")],
+               b: Annotated[str, typer.Argument(help="Spec name or file.")]) -> None:
     """Fields whose resolved values differ."""
     rows = diff_specs(load_spec(a), load_spec(b))
     if not rows:
@@ -405,6 +562,7 @@ def import_openshop(
     """An open-shop instance as a unicast phase on the openshop spec (horizon == makespan)."""
     from ipuopt.exchange.openshop import openshop_phase, read_openshop
 
+    _check_out(out, file)
     phase = openshop_phase(read_openshop(file), name=file.stem)
     write_atomic(out, yaml.safe_dump(phase.to_dict(), sort_keys=False, width=1000),
                  protect=(file,))
@@ -412,9 +570,23 @@ def import_openshop(
 
 
 def main() -> None:
+    """Bad input exits 2 with one line per problem; nothing a user does prints a traceback
+    (IPUOPT_DEBUG=1 shows one for an internal error)."""
     try:
         app()
     except InputError as exc:
         for p in exc.problems:
             _err(f"error: {p}")
         sys.exit(2)
+    except OSError as exc:  # a file that vanished or cannot be written mid-run
+        _err(f"error: {exc.filename or ''}: {exc.strerror or exc}")
+        sys.exit(2)
+    except KeyboardInterrupt:
+        _err("interrupted")
+        sys.exit(130)
+    except Exception as exc:
+        if os.environ.get("IPUOPT_DEBUG"):
+            raise
+        _err(f"internal error: {type(exc).__name__}: {exc} (IPUOPT_DEBUG=1 shows the traceback; "
+             "please report it)")
+        sys.exit(3)

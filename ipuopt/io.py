@@ -27,11 +27,12 @@ def parse_int(value: Any) -> int | None:
     return None
 
 
-def read_document(path: str | Path) -> Any:
-    """Parse a YAML or JSON file (chosen by suffix; YAML also reads JSON)."""
+def read_document(path: str | Path, hint: str = "") -> Any:
+    """Parse a YAML or JSON file (chosen by suffix; YAML also reads JSON); `hint` follows
+    "file not found" (e.g. the bundled names the user may have meant)."""
     p = Path(path)
     if not p.exists():
-        raise InputError.one(str(p), "", "file not found")
+        raise InputError.one(str(p), "", f"file not found{hint}")
     if p.is_dir():
         raise InputError.one(str(p), "", "is a directory, expected a file")
     try:
@@ -44,10 +45,11 @@ def read_document(path: str | Path) -> Any:
         return yaml.safe_load(text)
     except json.JSONDecodeError as exc:
         raise InputError.one(str(p), f"line {exc.lineno}", f"invalid JSON: {exc.msg}") from None
-    except yaml.YAMLError as exc:
+    except yaml.YAMLError as exc:  # one line: where, and the parser's short reason
         mark = getattr(exc, "problem_mark", None)
-        where = f"line {mark.line + 1}" if mark else ""
-        raise InputError.one(str(p), where, f"invalid YAML: {exc}") from None
+        where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        reason = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise InputError.one(str(p), where, f"invalid YAML: {reason}") from None
 
 
 def write_atomic(path: str | Path, text: str, protect: tuple[Path, ...] = ()) -> None:

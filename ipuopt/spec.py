@@ -150,7 +150,7 @@ def spec_names() -> list[str]:
     return sorted(p.stem for p in data_dir("specs").glob("*.yaml"))
 
 
-def _locate(ref: str, relative_to: Path | None) -> Path:
+def _locate(ref: str, relative_to: Path | None, referrer: str, field: str) -> Path:
     """A spec reference is a shipped name or a path (relative to the referring file)."""
     candidates = []
     if relative_to is not None:
@@ -163,8 +163,7 @@ def _locate(ref: str, relative_to: Path | None) -> Path:
     if shipped.is_file():
         return shipped
     known = ", ".join(spec_names())
-    where = str(relative_to) if relative_to else ""
-    raise InputError.one(where, "spec", f"unknown spec {ref!r} (known: {known}; or give a path)")
+    raise InputError.one(referrer, field, f"unknown spec {ref!r} (known: {known}; or give a path)")
 
 
 def _deep_merge(base: dict, over: dict) -> dict:
@@ -186,7 +185,7 @@ def _resolve(path: Path, chain: tuple[Path, ...]) -> dict:
         return doc
     if not isinstance(parent_ref, str):
         raise InputError.one(str(path), "extends", "must be a spec name or path")
-    parent_path = _locate(parent_ref, path.parent).resolve()
+    parent_path = _locate(parent_ref, path.parent, str(path), "extends").resolve()
     if parent_path in chain or parent_path == path.resolve():
         cycle = " -> ".join(p.stem for p in (*chain, path.resolve(), parent_path))
         raise InputError.one(str(path), "extends", f"cycle in extends: {cycle}")
@@ -320,9 +319,13 @@ def spec_from_dict(doc: dict, file: str = "") -> Spec:
     )
 
 
-def load_spec(ref: str | Path, relative_to: Path | None = None) -> Spec:
-    """Load a spec by shipped name or path, with `extends` resolved and every field checked."""
-    path = _locate(str(ref), relative_to)
+def load_spec(ref: str | Path, relative_to: Path | None = None, referrer: str = "",
+              field: str = "spec") -> Spec:
+    """Load a spec by shipped name or path, with `extends` resolved and every field checked.
+
+    `referrer` is the file that names the spec (relative paths start from `relative_to`),
+    so an unknown name is reported against that file and `field`."""
+    path = _locate(str(ref), relative_to, referrer, field)
     doc = _resolve(path, ())
     return spec_from_dict(doc, str(path))
 

@@ -15,7 +15,7 @@ from ipuopt.exchange.phase import Phase, Transfer, check_phase
 from ipuopt.spec import Spec, spec_from_dict
 
 ROOT = Path(__file__).resolve().parent.parent
-SHARED = ROOT.parent / "shared"
+DATA = ROOT / "tests" / "data"  # public instances copied with their source named (README there)
 
 HAND_SPEC = {
     "name": "hand",

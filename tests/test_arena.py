@@ -6,7 +6,7 @@ import json
 import random
 
 import pytest
-from conftest import SHARED, run_cli
+from conftest import DATA, run_cli
 
 from ipuopt.arena.cpsat import grain
 from ipuopt.arena.greedy import best_fit, shift_baseline
@@ -85,7 +85,7 @@ def test_validator_rules() -> None:
 
 
 def test_minimalloc_example_and_infeasible_cli(tmp_path) -> None:
-    src = SHARED / "data" / "minimalloc" / "examples" / "input.12.csv"
+    src = DATA / "minimalloc" / "input.12.csv"
     out = tmp_path / "o.csv"
     r = run_cli("place", "--csv", str(src), "--capacity", "12", "--out", str(out))
     assert r.returncode == 0, r.stderr
@@ -99,7 +99,7 @@ def test_minimalloc_example_and_infeasible_cli(tmp_path) -> None:
 
 
 def test_minimalloc_challenging_a_places() -> None:
-    arena = load_csv(SHARED / "data" / "minimalloc" / "challenging" / "A.1048576.csv", 1048576)
+    arena = load_csv(DATA / "minimalloc" / "A.1048576.csv", 1048576)
     res = search_fit(arena, time_limit=120)
     assert res.offsets is not None and validate_placement(arena, res.offsets).ok
 
@@ -163,13 +163,13 @@ def test_grain_counts_only_what_survives_push_down() -> None:
 
 def test_auto_races_search_and_cpsat_on_minimalloc_k() -> None:
     """K defeats the search but not CP-SAT counting in KiB; auto must return its placement."""
-    arena = load_csv(SHARED / "data" / "minimalloc" / "challenging" / "K.1048576.csv", 1048576)
+    arena = load_csv(DATA / "minimalloc" / "K.1048576.csv", 1048576)
     res = place(arena, "fit", "auto", {"time_limit": 60})
     assert res.status == "optimal" and validate_placement(arena, res.offsets).ok
 
 
 def test_auto_with_one_worker_is_reproducible() -> None:
-    arena = load_csv(SHARED / "data" / "minimalloc" / "challenging" / "A.1048576.csv", 1048576)
+    arena = load_csv(DATA / "minimalloc" / "A.1048576.csv", 1048576)
     runs = [place(arena, "fit", "auto", {"time_limit": 60, "workers": 1, "seed": 0}) for _ in range(2)]
     assert runs[0].offsets is not None and runs[0].offsets == runs[1].offsets
 
@@ -204,7 +204,7 @@ def test_auto_peak_above_live_bytes_is_left_to_cpsat() -> None:
 def test_auto_race_keeps_to_the_time_limit_with_a_seed() -> None:
     """One CP-SAT worker plus a seed would turn its limit into deterministic time; the race
     must still end on the wall clock."""
-    arena = load_csv(SHARED / "data" / "minimalloc" / "challenging" / "I.1048576.csv", 1048576)
+    arena = load_csv(DATA / "minimalloc" / "I.1048576.csv", 1048576)
     res = place(arena, "fit", "auto", {"time_limit": 2, "seed": 1})
     assert res.runtime < 15
     assert res.offsets is None or validate_placement(arena, res.offsets).ok

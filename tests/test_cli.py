@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from conftest import ROOT, SHARED, run_cli
+from conftest import DATA, ROOT, run_cli
 
 from ipuopt.spec import load_spec, spec_names
 
@@ -96,7 +96,7 @@ def test_specs_commands() -> None:
 
 
 def test_import_openshop(tmp_path: Path) -> None:
-    src = SHARED / "data" / "openshop" / "taillard" / "ta4x4_1os.txt"
+    src = DATA / "openshop" / "ta4x4_1os.txt"
     out = tmp_path / "ta.yaml"
     r = run_cli("import", "openshop", str(src), "--out", str(out))
     assert r.returncode == 0, r.stderr

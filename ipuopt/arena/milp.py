@@ -15,7 +15,8 @@ from ipuopt.exchange.milp import _backend, _quiet_stdout
 
 
 def solve_arena_milp(arena: Arena, objective: str, time_limit: float | None,
-                     solver: str = "highs") -> tuple[str, dict[str, int] | None, float | None]:
+                     solver: str = "highs", msg: bool = False,
+                     ) -> tuple[str, dict[str, int] | None, float | None]:
     """(status, offsets, dual bound of the objective) with status optimal|feasible|unknown|infeasible."""
     cap, eb = arena.capacity, arena.element_bytes
     roots = arena.roots()
@@ -87,8 +88,8 @@ def solve_arena_milp(arena: Arena, objective: str, time_limit: float | None,
         prob += cost * (cap + 1) + peak
     else:
         prob += 0 * peak
-    with _quiet_stdout(True):
-        prob.solve(_backend(solver, time_limit, None, False))
+    with _quiet_stdout(not msg):
+        prob.solve(_backend(solver, time_limit, None, msg))
     if prob.status == pulp.LpStatusInfeasible:
         return "infeasible", None, None
     vals = {b.id: pulp.value(off[b.id]) for b in arena.buffers}

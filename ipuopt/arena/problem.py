@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ipuopt.data_files import bundled_names, resolve
 from ipuopt.errors import InputError, Problem, unknown_keys
 from ipuopt.io import parse_int, read_document
 from ipuopt.spec import Spec, load_spec
@@ -95,7 +96,7 @@ def arena_from_dict(doc: Any, file: str = "", relative_to: Path | None = None) -
     if not isinstance(doc, dict):
         raise InputError.one(file, "", "an arena must be a mapping with spec, region, buffers")
     problems = unknown_keys(doc, _ARENA_KEYS, file)
-    spec: Spec = load_spec(str(doc.get("spec", "")), relative_to) if doc.get("spec") else None  # type: ignore[assignment]
+    spec: Spec = load_spec(str(doc.get("spec", "")), relative_to, file) if doc.get("spec") else None  # type: ignore[assignment]
     if spec is None:
         raise InputError.one(file, "spec", "missing: name a spec")
     regions = {r.name: r for r in spec.regions}
@@ -199,8 +200,10 @@ def check_arena(arena: Arena) -> list[Problem]:
 
 
 def load_arena(path: str | Path) -> Arena:
-    p = Path(path)
-    return arena_from_dict(read_document(p), str(p), p.parent)
+    """An arena by path or by bundled name (models/arenas/)."""
+    p = resolve(path, "models/arenas")
+    hint = f" (bundled arenas: {', '.join(bundled_names('models/arenas'))})"
+    return arena_from_dict(read_document(p, hint), str(p), p.parent)
 
 
 # MiniMalloc's later benchmark files name the columns buffer,start,end,size

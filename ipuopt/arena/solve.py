@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -98,8 +99,12 @@ class _CpsatRun:
 
 
 def place(arena: Arena, objective: str = "fit", solver: str = "auto",
-          params: dict[str, Any] | None = None) -> Placement:
-    """Place `arena`; every placement returned passes the validator."""
+          params: dict[str, Any] | None = None,
+          progress: Callable[[dict[str, Any]], None] | None = None) -> Placement:
+    """Place `arena`; every placement returned passes the validator.
+
+    `progress` hears what the placer is doing (`stage`) and the best peak found so far."""
+    tell = progress or (lambda info: None)
     if objective not in OBJECTIVES:
         raise InputError.one("", "--objective", f"one of {', '.join(OBJECTIVES)}")
     if solver not in SOLVERS:
@@ -113,16 +118,19 @@ def place(arena: Arena, objective: str = "fit", solver: str = "auto",
         return Placement(arena, objective, solver, INFEASIBLE, None, lower_bound=bound,
                          runtime=time.perf_counter() - t0,
                          reason=f"at step {step} live bytes {live} exceed capacity {arena.capacity}")
+    tell({"stage": "greedy"})
     greedy, order = best_greedy(arena)
     candidates: list[tuple[str, dict[str, int]]] = []
     g_value, g_peak, g_ok = _value(arena, objective, greedy)
+    tell({"stage": "greedy done", "greedy peak": g_peak})
     if g_ok:
         candidates.append((f"greedy/{order}", greedy))
     info: dict[str, Any] = {"greedy_peak": g_peak}
     status = FEASIBLE
-    if g_ok and (solver == "baseline" or (solver == "greedy" and objective == "conflicts")):
+    if solver == "baseline" or (g_ok and solver == "greedy" and objective == "conflicts"):
         shifted, _ = shift_baseline(arena, greedy)
         candidates.append(("baseline", shifted))
+        info["baseline_peak"] = _value(arena, objective, shifted)[1]
     cp_run: _CpsatRun | None = None
     settled = solver == "auto" and g_ok and objective in ("fit", "peak") and (
         objective == "fit" or g_peak <= live)  # greedy already meets the bound
@@ -139,6 +147,7 @@ def place(arena: Arena, objective: str = "fit", solver: str = "auto",
         # unless asked for one worker, which keeps the run reproducible: search, then CP-SAT.
         workers = int(params.get("workers", 2))
         race = solver == "auto" and workers != 1
+        tell({"stage": "search and CP-SAT racing" if race else "exact search"})
         if race:
             remaining = max(0.1, limit - (time.perf_counter() - t0))
             cp_run = _CpsatRun(arena, objective, _best(arena, objective, candidates),
@@ -168,6 +177,7 @@ def place(arena: Arena, objective: str = "fit", solver: str = "auto",
         solver == "auto" and cp_run is None and (objective == "conflicts" or not candidates
                                                  or (objective == "peak" and status != OPTIMAL)))
     if need_model:
+        tell({"stage": "CP-SAT"})
         cp_run = _CpsatRun(arena, objective, _best(arena, objective, candidates), params,
                            max(0.1, limit - (time.perf_counter() - t0)))
         cp_run.run()
@@ -183,7 +193,9 @@ def place(arena: Arena, objective: str = "fit", solver: str = "auto",
             return Placement(arena, objective, "cpsat", INFEASIBLE, None, lower_bound=bound,
                              runtime=time.perf_counter() - t0, reason="proved infeasible by CP-SAT")
     if solver == "milp":
-        st, offs, _ = solve_arena_milp(arena, objective, limit, str(params.get("solver", "highs")))
+        tell({"stage": "MILP"})
+        st, offs, _ = solve_arena_milp(arena, objective, limit, str(params.get("solver", "highs")),
+                                       bool(params.get("verbose", False)))
         if st == "infeasible":
             return Placement(arena, objective, "milp", INFEASIBLE, None, lower_bound=bound,
                              runtime=time.perf_counter() - t0, reason="proved infeasible by MILP")
@@ -194,11 +206,15 @@ def place(arena: Arena, objective: str = "fit", solver: str = "auto",
     valid = [(name, offs, *_value(arena, objective, offs)) for name, offs in candidates]
     valid = [v for v in valid if v[4]]
     if not valid:
-        why = (f"greedy peak {g_peak} exceeds capacity {arena.capacity}" if solver == "greedy"
-               else "no placement found in the time limit")
+        why = {"greedy": f"greedy peak {g_peak} exceeds capacity {arena.capacity}",
+               "baseline": f"the baseline (4 KiB shift of the best-fit placement) needs "
+                           f"{info.get('baseline_peak')} bytes, more than capacity {arena.capacity}",
+               }.get(solver, "no placement found in the time limit and none proved impossible")
         return Placement(arena, objective, solver, UNKNOWN, None, lower_bound=bound,
                          runtime=time.perf_counter() - t0, reason=why, info=info)
-    name, offsets, value, peak, _ = min(valid, key=lambda v: (v[2], v[3]))
+    # a solver asked for by name keeps its own placement unless another is better in the
+    # objective itself; the result always names the solver whose placement it is
+    name, offsets, value, peak, _ = min(valid, key=lambda v: (v[2], not v[0].startswith(solver), v[3]))
     if objective == "fit" or (objective == "peak" and value <= bound):
         status = OPTIMAL
     return Placement(arena, objective, name, status, offsets, value, peak,

@@ -174,7 +174,7 @@ _STATUS = {cp_model.OPTIMAL: OPTIMAL, cp_model.FEASIBLE: FEASIBLE}
 
 
 def apply_params(solver: cp_model.CpSolver, params: dict[str, Any]) -> None:
-    """Generic names (time_limit, workers, seed) and any CP-SAT parameter by its own name.
+    """Generic names (time_limit, workers, seed, verbose) and any CP-SAT parameter by its own name.
 
     One worker plus a seed makes the search deterministic; the time limit is then
     also applied as deterministic time, so a rerun stops at the same point.
@@ -185,6 +185,7 @@ def apply_params(solver: cp_model.CpSolver, params: dict[str, Any]) -> None:
     workers = p.pop("workers")
     seed = p.pop("seed", None)
     sp = solver.parameters
+    sp.log_search_progress = bool(p.pop("verbose", False)) or sp.log_search_progress
     sp.num_workers = int(workers)
     if seed is not None:
         sp.random_seed = int(seed)

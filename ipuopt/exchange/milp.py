@@ -138,18 +138,18 @@ def solve_milp(phase: Phase, spec: Spec, timings: list[Timing],
     starts0, widths0 = hint
     upper = max((starts0[tm.transfer.id] + tm.end_offset(widths0[tm.transfer.id])
                  for tm in timings), default=0)
-    unknown = set(params) - {"time_limit", "workers", "seed", "solver", "msg"}
+    unknown = set(params) - {"time_limit", "workers", "seed", "solver", "msg", "verbose"}
     if unknown:
         raise InputError.one("", f"params.{sorted(unknown)[0]}",
-                             "not a MILP parameter (time_limit, workers, solver, msg)")
+                             "not a MILP parameter (time_limit, workers, seed, solver, msg, verbose)")
     t0 = time.perf_counter()
     prob, starts, paired, horizon = build_milp(phase, spec, timings, upper, lower)
     build = time.perf_counter() - t0
     name = params.get("solver", "highs")
     limit = params.get("time_limit")
-    backend = _backend(name, float(limit) if limit is not None else None,
-                       params.get("workers"), bool(params.get("msg", False)))
-    with _quiet_stdout(not params.get("msg", False)):
+    msg = bool(params.get("msg", False) or params.get("verbose", False))
+    backend = _backend(name, float(limit) if limit is not None else None, params.get("workers"), msg)
+    with _quiet_stdout(not msg):
         prob.solve(backend)
     info = {"build_s": round(build, 3), "solve_s": round(time.perf_counter() - t0 - build, 3),
             "milp_solver": name, "variables": len(prob.variables()),

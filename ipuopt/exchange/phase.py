@@ -8,6 +8,7 @@ from typing import Any
 
 import networkx as nx
 
+from ipuopt.data_files import bundled_names, resolve
 from ipuopt.errors import InputError, Problem, unknown_keys
 from ipuopt.io import parse_int, read_document
 from ipuopt.spec import Spec, load_spec
@@ -209,11 +210,13 @@ def check_phase(phase: Phase, spec: Spec) -> list[Problem]:
 
 def load_phase(path: str | Path, spec_override: str | None = None) -> tuple[Phase, Spec]:
     """Load a phase and its spec (`spec_override` replaces the phase's), all problems at once."""
-    p = Path(path)
-    phase, problems = _parse(read_document(p), str(p))
+    p = resolve(path, "models/examples")
+    hint = f" (bundled examples: {', '.join(bundled_names('models/examples'))})"
+    phase, problems = _parse(read_document(p, hint), str(p))
     if not phase.spec_ref and not spec_override:
         raise InputError(problems)
-    spec = load_spec(spec_override) if spec_override else load_spec(phase.spec_ref, relative_to=p.parent)
+    spec = (load_spec(spec_override, field="--spec") if spec_override
+            else load_spec(phase.spec_ref, relative_to=p.parent, referrer=str(p)))
     problems += check_phase(phase, spec)
     if problems:
         raise InputError(problems)

@@ -14,7 +14,7 @@ from ipuopt.exchange.phase import Phase
 from ipuopt.exchange.schedule import Schedule
 from ipuopt.exchange.timing import phase_timings
 from ipuopt.exchange.validate import validate
-from ipuopt.result import FEASIBLE, OPTIMAL, gap
+from ipuopt.result import FALLBACK, FEASIBLE, OPTIMAL, gap
 from ipuopt.spec import Spec
 
 BACKENDS = ("greedy", "cpsat", "milp", "lns")
@@ -68,6 +68,8 @@ def solve(phase: Phase, spec: Spec, backend: str = "greedy", params: dict | None
         out = run(phase, spec, timings, (starts, widths), ours, params, progress)
         starts, widths, status, solver_bound = out.starts, out.widths, out.status, out.bound
         extra.update(out.info)
+    # the schedule's author: the greedy's when the exact solver fell back to its hint
+    extra["produced_by"] = f"greedy/{rule}" if backend == "greedy" or status == FALLBACK else backend
     horizon = horizon_of(timings, starts, widths)
     bound = max(ours, solver_bound or 0)
     if horizon <= bound:

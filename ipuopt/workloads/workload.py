@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ipuopt.data_files import data_dir
+from ipuopt.data_files import bundled_names, resolve
 from ipuopt.errors import InputError, Problem
 from ipuopt.io import read_document
 from ipuopt.workloads.boxes import View
@@ -125,7 +125,6 @@ def workload_from_dict(doc: Any, file: str = "") -> Workload:
 
 def load_workload(ref: str | Path) -> Workload:
     """A workload by path or by name under models/."""
-    path = Path(ref)
-    if not path.is_file():
-        path = data_dir("models") / f"{ref}.yaml"
-    return workload_from_dict(read_document(path), str(path))
+    path = resolve(ref, "models")
+    hint = f" (bundled workloads: {', '.join(bundled_names('models'))})"
+    return workload_from_dict(read_document(path, hint), str(path))

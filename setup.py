@@ -1,0 +1,21 @@
+"""Package discovery: the code is found, not listed; shipped data folders map into ipuopt.data.
+
+specs/, solvers/ and models/ live at the top of the repository (users and docs name them
+there) and ship inside the package so a normal install finds them by name.
+"""
+
+from setuptools import find_packages, setup
+
+DATA = {
+    "ipuopt.data.specs": "specs",
+    "ipuopt.data.solvers": "solvers",
+    "ipuopt.data.models": "models",
+    "ipuopt.data.models.examples": "models/examples",
+    "ipuopt.data.models.arenas": "models/arenas",
+}
+
+setup(
+    packages=find_packages(include=["ipuopt", "ipuopt.*"]) + list(DATA),
+    package_dir=DATA,
+    package_data={name: ["*.yaml", "*.json"] for name in DATA},
+)
