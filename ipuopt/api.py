@@ -1,0 +1,79 @@
+"""The Python API a notebook needs: load, solve, bound, validate, place, generate.
+
+Thin wrappers over the problem packages with keyword options, so a user never assembles
+parameter dicts or imports solver modules; `import ipuopt` exposes every name here.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from ipuopt.arena.problem import Arena, load_arena
+from ipuopt.arena.solve import Placement
+from ipuopt.arena.solve import place as _place
+from ipuopt.arena.validate import validate_placement
+from ipuopt.exchange.bounds import Bound, all_bounds
+from ipuopt.exchange.phase import Phase, load_phase
+from ipuopt.exchange.schedule import Schedule, load_schedule
+from ipuopt.exchange.solve import ExchangeResult
+from ipuopt.exchange.solve import solve as _solve
+from ipuopt.exchange.validate import Report
+from ipuopt.exchange.validate import validate as _validate
+from ipuopt.spec import Spec, load_spec
+from ipuopt.workloads.gemm import GemmLayout
+from ipuopt.workloads.phases import Generation
+from ipuopt.workloads.phases import generate as _generate
+from ipuopt.workloads.workload import Workload, load_workload
+
+__all__ = ["Arena", "Bound", "ExchangeResult", "Generation", "Phase", "Placement", "Report",
+           "Schedule", "Spec", "Workload", "bounds", "generate", "load_arena", "load_phase",
+           "load_schedule", "load_spec", "load_workload", "place", "solve", "validate",
+           "validate_placement"]
+
+
+def _run_params(time_limit: float | None, workers: int | None, seed: int | None,
+                params: dict[str, Any] | None) -> dict[str, Any]:
+    out = dict(params or {})
+    for key, value in (("time_limit", time_limit), ("workers", workers), ("seed", seed)):
+        if value is not None:
+            out[key] = value
+    return out
+
+
+def solve(phase: Phase, spec: Spec, solver: str = "greedy", *, time_limit: float | None = None,
+          workers: int | None = None, seed: int | None = None,
+          params: dict[str, Any] | None = None) -> ExchangeResult:
+    """Schedule a phase with greedy | cpsat | milp | lns; the schedule always validates.
+
+    `params` passes any backend parameter through (a CP-SAT parameter by its own name,
+    or `solver: cbc` for the MILP)."""
+    return _solve(phase, spec, solver, _run_params(time_limit, workers, seed, params))
+
+
+def bounds(phase: Phase, spec: Spec) -> list[Bound]:
+    """Every named lower bound on the phase's optimal horizon (each with where it holds)."""
+    return all_bounds(phase, spec)
+
+
+def validate(phase: Phase, spec: Spec, schedule: Schedule | str | Path) -> Report:
+    """Check a schedule (object or JSON file) against every rule; `.ok`, `.violations`, `.horizon`."""
+    if not isinstance(schedule, Schedule):
+        schedule = load_schedule(schedule)
+    return _validate(phase, spec, schedule)
+
+
+def place(arena: Arena, objective: str = "fit", solver: str = "auto", *, time_limit: float = 60.0,
+          workers: int | None = None, seed: int | None = None) -> Placement:
+    """Give an arena's buffers offsets (objective fit | peak | conflicts); validated."""
+    return _place(arena, objective, solver, _run_params(time_limit, workers, seed, None))
+
+
+def generate(workload: Workload | str, spec: Spec | str = "gc200",
+             layouts: dict[str, str] | None = None) -> Generation:
+    """The exchange phases a workload needs; `layouts` maps a GEMM to "RxCxP/AxB[/REGION]"
+    (others get the per-operator default: least compute plus received words)."""
+    wl = workload if isinstance(workload, Workload) else load_workload(workload)
+    sp = spec if isinstance(spec, Spec) else load_spec(spec)
+    chosen = {op: GemmLayout.parse(text, sp) for op, text in (layouts or {}).items()}
+    return _generate(wl, sp, chosen)
