@@ -205,7 +205,7 @@ def _print_result(res: ExchangeResult, spec_clock: float, sync: int) -> None:
     print(f"phase      {s.phase or '(unnamed)'}: {len(s.starts)} transfers on {s.spec}")
     by = s.extra.get("produced_by", s.solver)
     print(f"solver     {s.solver}  status {s.status}  time {res.runtime:.2f}s"
-          + (f"  (schedule from {by})" if by != s.solver else ""))
+          + (f"  (schedule from {by})" if by.split("/")[0] != s.solver else ""))
     print(f"horizon    {s.horizon} cycles ({us:.2f} us) + sync {sync}")
     if "greedy_horizon" in s.extra and s.solver != "greedy":
         print(f"greedy     {s.extra['greedy_horizon']}")

@@ -37,8 +37,12 @@ def read_document(path: str | Path, hint: str = "") -> Any:
         raise InputError.one(str(p), "", "is a directory, expected a file")
     try:
         text = p.read_text()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError.one(str(p), "", f"cannot read: {exc}") from None
+    except UnicodeDecodeError:
+        raise InputError.one(str(p), "", "not UTF-8 text (a binary file?)") from None
+    except OSError as exc:
+        raise InputError.one(str(p), "", f"cannot read: {exc.strerror or exc}") from None
+    if not text.strip():
+        raise InputError.one(str(p), "", "file is empty")
     try:
         if p.suffix.lower() == ".json":
             return json.loads(text)

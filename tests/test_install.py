@@ -1,0 +1,62 @@
+"""A normal (non-editable) install from the wheel, used from a folder far from the repository."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from conftest import DATA, ROOT
+
+_SKIP = shutil.ignore_patterns(".venv", ".git", "build", "*.egg-info", "__pycache__", ".pytest_cache",
+                               ".ruff_cache", ".hypothesis", "tests", "benchmarks")
+
+
+def _run(args: list[str], cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run(args, cwd=cwd, capture_output=True, text=True, timeout=600)
+
+
+def test_wheel_installs_and_every_command_runs_elsewhere(tmp_path: Path) -> None:
+    src = tmp_path / "src"
+    shutil.copytree(ROOT, src, ignore=_SKIP)
+    dist = tmp_path / "dist"
+    r = _run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", str(src), "-w", str(dist)],
+             tmp_path)
+    assert r.returncode == 0, r.stderr
+    wheel = next(dist.glob("ipuopt-*.whl"))
+    venv = tmp_path / "venv"
+    assert _run([sys.executable, "-m", "venv", str(venv)], tmp_path).returncode == 0
+    r = _run([str(venv / "bin" / "pip"), "install", "-q", str(wheel)], tmp_path)
+    assert r.returncode == 0, r.stderr
+    shutil.rmtree(src)  # nothing of the source tree is left to lean on
+    work = tmp_path / "elsewhere"
+    work.mkdir()
+    ipuopt = str(venv / "bin" / "ipuopt")
+    shutil.copy(DATA / "openshop" / "ta4x4_1os.txt", work)
+
+    def ok(*args: str) -> str:
+        res = _run([ipuopt, *args], work)
+        assert res.returncode == 0, (args, res.stderr)
+        return res.stdout
+
+    assert ok("--version").startswith("ipuopt ")
+    assert "gc200" in ok("specs", "list")
+    ok("specs", "show", "gc200-nopairs")
+    ok("specs", "diff", "gc200", "gc200-nopairs")
+    ok("solve", "tiny", "--solver", "cpsat", "--time-limit", "5", "--out", "s.json")
+    assert json.loads(ok("validate", "tiny", "s.json", "--json"))["ok"]
+    ok("bounds", "medium")
+    ok("compare", "tiny", "small", "--solvers", "greedy,milp", "--time-limit", "5")
+    ok("gen", "mini-mlp", "--spec", "test64", "--out-dir", "gen", "--arena")
+    ok("solve", "gen/mini-mlp-gemm1-input.json")
+    ok("layouts", "mini-attention", "--spec", "test64", "--top", "2")
+    assert json.loads(ok("place", "mini-mlp", "--objective", "peak", "--json"))["status"] == "optimal"
+    ok("place", "gen/mini-mlp-arena.yaml", "--objective", "conflicts", "--time-limit", "5")
+    ok("import", "openshop", "ta4x4_1os.txt", "--out", "os.yaml")
+    ok("solve", "os.yaml", "--profile", "cpsat-repro")
+    r = _run([str(venv / "bin" / "python"), "-c",
+              "import ipuopt; p, s = ipuopt.load_phase('tiny'); print(ipuopt.solve(p, s).schedule.horizon)"],
+             work)
+    assert r.returncode == 0 and r.stdout.strip() == "130", r.stderr
