@@ -25,6 +25,7 @@ from ipuopt.exchange.schedule import load_schedule
 from ipuopt.exchange.solve import BACKENDS, ExchangeResult, solve
 from ipuopt.exchange.validate import validate
 from ipuopt.io import write_atomic, write_json
+from ipuopt.params import SolveParams
 from ipuopt.profiles import load_profile
 from ipuopt.spec import diff_specs, load_spec, spec_names
 
@@ -137,15 +138,10 @@ def _solver_log(verbose: bool) -> Iterator[None]:
         os.close(saved)
 
 
-def _check_run(time_limit: float | None = None, workers: int | None = None,
-               seed: int | None = None) -> None:
-    """Option ranges, checked before any work."""
-    if time_limit is not None and not time_limit >= 0:
-        raise InputError.one("", "--time-limit", f"must be >= 0 seconds, got {time_limit:g}")
-    if workers is not None and workers < 1:
-        raise InputError.one("", "--workers", f"must be >= 1, got {workers}")
-    if seed is not None and seed < 0:
-        raise InputError.one("", "--seed", f"must be >= 0, got {seed}")
+def _interrupted(what: str, status: str, out: Path | None) -> None:
+    """After Ctrl-C: say that the answer is the best so far, and where it went."""
+    where = f", written to {out}" if out else ""
+    _err(f"interrupted: {what} is the best found so far (status {status}){where}")
 
 
 def _check_out(out: Path | None, *inputs: Path | None, option: str = "--out") -> None:
@@ -176,8 +172,8 @@ def _check_out_dir(out_dir: Path | None) -> None:
 
 def _params(profile: str | None, solver: str | None, time_limit: float | None,
             workers: int | None, seed: int | None, param: list[str],
-            verbose: bool = False) -> tuple[str, dict]:
-    _check_run(time_limit, workers, seed)
+            verbose: bool = False) -> tuple[str, SolveParams]:
+    SolveParams(time_limit, workers, seed)  # option ranges, before the profile is read
     backend, params = load_profile(profile) if profile else ("greedy", {})
     if solver:
         if solver not in BACKENDS:
@@ -196,7 +192,7 @@ def _params(profile: str | None, solver: str | None, time_limit: float | None,
         params[key.strip()] = yaml.safe_load(value)
     if verbose:
         params["verbose"] = True
-    return backend, params
+    return backend, SolveParams.of(params)
 
 
 def _print_result(res: ExchangeResult, spec_clock: float, sync: int) -> None:
@@ -237,12 +233,14 @@ def solve_cmd(
         res = solve(ph, sp, backend, params, progress)
     if out:
         write_json(out, res.schedule.to_dict([t.id for t in ph.transfers]), protect=(phase,))
-    if quiet:
-        return
-    if json_out:
-        print(json.dumps(res.summary(), indent=1))
-    else:
-        _print_result(res, sp.clock_hz, sp.exchange.sync_cycles)
+    if not quiet:
+        if json_out:
+            print(json.dumps(res.summary(), indent=1))
+        else:
+            _print_result(res, sp.clock_hz, sp.exchange.sync_cycles)
+    if res.interrupted:
+        _interrupted("the schedule", res.schedule.status, out)
+        raise typer.Exit(130)
 
 
 @app.command("bounds")
@@ -315,7 +313,7 @@ def compare_cmd(
     for n in names:
         if n not in BACKENDS:
             raise InputError.one("", "--solvers", f"unknown solver {n!r} (one of {', '.join(BACKENDS)})")
-    _check_run(time_limit, workers, seed)
+    SolveParams(time_limit, workers, seed)
     rows = []
     loaded = [(f, *load_phase(f, spec)) for f in _phase_files(phases)]
     cells = [(f, ph, sp, name) for f, ph, sp in loaded for name in names]
@@ -323,6 +321,8 @@ def compare_cmd(
         for i, (f, ph, sp, name) in enumerate(cells):
             progress.start(f"compare {i + 1}/{len(cells)}: {f.name} {name}")
             res = solve(ph, sp, *_params(None, name, time_limit, workers, seed, [], verbose), progress)
+            if res.interrupted:
+                raise KeyboardInterrupt  # a table of partly interrupted rows would mislead
             s = res.schedule
             rows.append({"phase": f.name, "spec": sp.name, "solver": name,
                          "transfers": len(ph.transfers), "bound": s.lower_bound,
@@ -478,7 +478,7 @@ def place_cmd(
                              f"unknown objective {objective!r} (one of {', '.join(OBJECTIVES)})")
     if solver not in SOLVERS:
         raise InputError.one("", "--solver", f"unknown solver {solver!r} (one of {', '.join(SOLVERS)})")
-    _check_run(time_limit, workers, seed)
+    params = SolveParams(time_limit, workers, seed, verbose)
     if csv_in is not None and capacity is None:
         raise InputError.one(str(csv_in), "--capacity", "required with --csv")
     if capacity is not None and capacity <= 0:
@@ -486,10 +486,6 @@ def place_cmd(
     source = csv_in or arena
     _check_out(out, source)
     problem = load_csv(csv_in, capacity) if csv_in is not None else load_arena(arena)  # type: ignore[arg-type]
-    params: dict[str, Any] = {"time_limit": time_limit}
-    for key, value in (("workers", workers), ("seed", seed), ("verbose", verbose or None)):
-        if value is not None:
-            params[key] = value
     with _Progress(quiet, f"place {solver}") as progress, _solver_log(verbose):
         res = place(problem, objective, solver, params, progress)
     if out is not None and res.offsets is not None:
@@ -520,6 +516,9 @@ def place_cmd(
             print(f"objective  {objective} = {res.value}  peak {res.peak}  lower bound {res.lower_bound}")
         if res.reason:
             print(f"reason     {res.reason}")
+    if res.info.get("interrupted"):
+        _interrupted("the placement", res.status, out if res.offsets is not None else None)
+        raise typer.Exit(130)
     if res.offsets is None:
         raise typer.Exit(1)
 

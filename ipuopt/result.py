@@ -1,16 +1,20 @@
-"""The status vocabulary and result type shared by every solver of every problem."""
+"""The status vocabulary and the result type shared by every solver of every problem."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any
 
-OPTIMAL = "optimal"
-FEASIBLE = "feasible"
-FALLBACK = "fallback"
-INFEASIBLE = "infeasible"
-STATUSES = (OPTIMAL, FEASIBLE, FALLBACK, INFEASIBLE)
-UNKNOWN = "unknown"  # placement only: nothing found within the limits, nothing proved
+
+class Status(StrEnum):
+    """What a solver achieved. A StrEnum, so it prints and serialises as its value."""
+
+    OPTIMAL = "optimal"        # proved best
+    FEASIBLE = "feasible"      # found, not proved best
+    FALLBACK = "fallback"      # the exact solver found nothing in time: the greedy answer is returned
+    INFEASIBLE = "infeasible"  # proved that nothing satisfies the rules
+    UNKNOWN = "unknown"        # nothing found and nothing proved within the limits
 
 
 def gap(value: float | None, bound: float | None) -> float | None:
@@ -24,16 +28,25 @@ def gap(value: float | None, bound: float | None) -> float | None:
 
 @dataclass
 class Result:
-    """What any solver returns: status, objective, proven bound, time and the solution."""
+    """What any solver of any problem returns.
 
-    solver: str
-    status: str
-    objective: int | None
-    lower_bound: int | None
-    runtime: float
+    `solution` is the problem's own answer (a schedule's starts and widths, a placement's
+    offsets), None when there is none; `solver` names who produced it; `extras` carries the
+    solver's own figures (build time, node counts, ...)."""
+
+    status: Status
     solution: Any = None
-    info: dict[str, Any] = field(default_factory=dict)
+    value: int | None = None
+    bound: int | None = None
+    runtime: float = 0.0
+    solver: str = ""
+    extras: dict[str, Any] = field(default_factory=dict)
 
     @property
     def gap(self) -> float | None:
-        return gap(self.objective, self.lower_bound)
+        return gap(self.value, self.bound)
+
+    @property
+    def found(self) -> bool:
+        return self.solution is not None and self.status in (Status.OPTIMAL, Status.FEASIBLE,
+                                                             Status.FALLBACK)

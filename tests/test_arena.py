@@ -14,6 +14,7 @@ from ipuopt.arena.problem import Arena, Buffer, Conflict, load_csv
 from ipuopt.arena.search import search_fit
 from ipuopt.arena.solve import place
 from ipuopt.arena.validate import validate_placement
+from ipuopt.result import Status
 
 
 def random_arena(seed: int, n: int = 6, tight: bool = True) -> Arena:
@@ -36,9 +37,9 @@ def test_search_cpsat_milp_agree_on_fit(seed: int) -> None:
     s = search_fit(arena, time_limit=20)
     cp = place(arena, "fit", "cpsat", {"time_limit": 20, "workers": 1})
     mi = place(arena, "fit", "milp", {"time_limit": 20})
-    assert s.complete
-    assert (s.offsets is not None) == (cp.offsets is not None) == (mi.offsets is not None)
-    for offs in (s.offsets, cp.offsets, mi.offsets):
+    assert s.status != Status.UNKNOWN  # finished: placed, or proved that nothing fits
+    assert (s.solution is not None) == (cp.offsets is not None) == (mi.offsets is not None)
+    for offs in (s.solution, cp.offsets, mi.offsets):
         if offs is not None:
             assert validate_placement(arena, offs).ok
 
@@ -101,7 +102,7 @@ def test_minimalloc_example_and_infeasible_cli(tmp_path) -> None:
 def test_minimalloc_challenging_a_places() -> None:
     arena = load_csv(DATA / "minimalloc" / "A.1048576.csv", 1048576)
     res = search_fit(arena, time_limit=120)
-    assert res.offsets is not None and validate_placement(arena, res.offsets).ok
+    assert res.solution is not None and validate_placement(arena, res.solution).ok
 
 
 ARENA_ERRORS = {

@@ -35,8 +35,8 @@ def test_lns_valid_and_no_worse_than_greedy() -> None:
 def test_milp_cbc_backend_agrees_with_highs() -> None:
     spec = load_spec("test64")
     phase = random_phase(spec, 4, seed=11, tiles=5, max_words=16)
-    h = solve(phase, spec, "milp", {"solver": "highs", "time_limit": 30}).schedule
-    c = solve(phase, spec, "milp", {"solver": "cbc", "time_limit": 30}).schedule
+    h = solve(phase, spec, "milp", {"milp_solver": "highs", "time_limit": 30}).schedule
+    c = solve(phase, spec, "milp", {"milp_solver": "cbc", "time_limit": 30}).schedule
     assert h.status == c.status == "optimal" and h.horizon == c.horizon
 
 

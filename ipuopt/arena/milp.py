@@ -6,18 +6,33 @@ integers with eb*e <= byte < eb*(e+1), for distinct elements and conflicts.
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import pulp
 
 from ipuopt.arena.problem import Arena
-from ipuopt.exchange.milp import _backend, _quiet_stdout
+from ipuopt.backends import milp
+from ipuopt.params import SolveParams
+from ipuopt.result import Result, Status
 
 
-def solve_arena_milp(arena: Arena, objective: str, time_limit: float | None,
-                     solver: str = "highs", msg: bool = False,
-                     ) -> tuple[str, dict[str, int] | None, float | None]:
-    """(status, offsets, dual bound of the objective) with status optimal|feasible|unknown|infeasible."""
+def solve_arena_milp(arena: Arena, objective: str, params: SolveParams) -> Result:
+    """Offsets as the solution; status optimal, feasible, unknown or infeasible."""
+    milp.check_options(params)
+    t0 = time.perf_counter()
+    prob, off = build_arena_milp(arena, objective)
+    status, _ = milp.solve(prob, params)
+    vals = {b.id: pulp.value(off[b.id]) for b in arena.buffers}
+    if status not in (Status.OPTIMAL, Status.FEASIBLE) or any(v is None for v in vals.values()):
+        return Result(Status.INFEASIBLE if status == Status.INFEASIBLE else Status.UNKNOWN,
+                      runtime=time.perf_counter() - t0, solver="milp")
+    return Result(status, {k: int(round(v)) for k, v in vals.items()}, runtime=time.perf_counter() - t0,
+                  solver="milp")
+
+
+def build_arena_milp(arena: Arena, objective: str) -> tuple[pulp.LpProblem, dict[str, Any]]:
+    """The model and each buffer's offset expression."""
     cap, eb = arena.capacity, arena.element_bytes
     roots = arena.roots()
     by_id = {b.id: b for b in arena.buffers}
@@ -88,13 +103,4 @@ def solve_arena_milp(arena: Arena, objective: str, time_limit: float | None,
         prob += cost * (cap + 1) + peak
     else:
         prob += 0 * peak
-    with _quiet_stdout(not msg):
-        prob.solve(_backend(solver, time_limit, None, msg))
-    if prob.status == pulp.LpStatusInfeasible:
-        return "infeasible", None, None
-    vals = {b.id: pulp.value(off[b.id]) for b in arena.buffers}
-    if any(v is None for v in vals.values()) or prob.sol_status not in (
-            pulp.LpSolutionOptimal, pulp.LpSolutionIntegerFeasible):
-        return "unknown", None, None
-    status = "optimal" if prob.sol_status == pulp.LpSolutionOptimal else "feasible"
-    return status, {k: int(round(v)) for k, v in vals.items()}, None
+    return prob, off

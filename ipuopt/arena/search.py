@@ -30,25 +30,17 @@ succeeds where this search does not (MiniMalloc K) and fails where it succeeds
 from __future__ import annotations
 
 import sys
-import threading
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 
 import numpy as np
 
 from ipuopt.arena.problem import Arena
+from ipuopt.result import Result, Status
 
 
 class _Stop(Exception):
     """A node or time limit ended this run of the search."""
-
-
-@dataclass
-class SearchResult:
-    offsets: dict[str, int] | None
-    complete: bool  # True when the search finished: None offsets then means "does not fit"
-    nodes: int
 
 
 def _items(arena: Arena) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict]:
@@ -76,11 +68,21 @@ def _rank(order: str, size: np.ndarray, width: np.ndarray, total: np.ndarray,
 
 
 def search_fit(arena: Arena, capacity: int | None = None, time_limit: float = 60.0,
-               orders: tuple[str, ...] = RANKS, stop: threading.Event | None = None,
-               seed: int = 0) -> SearchResult:
+               orders: tuple[str, ...] = RANKS, stop: Callable[[], bool] | None = None,
+               seed: int = 0) -> Result:
     """Offsets within `capacity` (default: the arena's) honouring sizes, live ranges,
     alignment, aliases and fixed offsets. `distinct_elements_from` is not searched on:
-    callers validate and fall back to CP-SAT. Setting `stop` ends the search early."""
+    callers validate and fall back to CP-SAT. `stop` returning True ends the search early.
+
+    Status `feasible` with the offsets, `infeasible` when the tree was exhausted (nothing
+    fits, for the reserved hulls the search places), `unknown` when a limit ended it;
+    `extras["nodes"]` counts the nodes."""
+    t0 = time.perf_counter()
+
+    def result(status: Status, offsets: dict[str, int] | None) -> Result:
+        return Result(status, offsets, runtime=time.perf_counter() - t0, solver="search",
+                      extras={"nodes": nodes})
+
     cap = arena.capacity if capacity is None else capacity
     ids, size, first, end, align, roots = _items(arena)
     n = len(ids)
@@ -108,7 +110,7 @@ def search_fit(arena: Arena, capacity: int | None = None, time_limit: float = 60
     deadline = time.perf_counter() + time_limit
 
     def expired() -> bool:
-        return time.perf_counter() > deadline or (stop is not None and stop.is_set())
+        return time.perf_counter() > deadline or (stop is not None and stop())
 
     nodes = 0
     base = max(2 * n, 64)
@@ -160,11 +162,11 @@ def search_fit(arena: Arena, capacity: int | None = None, time_limit: float = 60
                 out = {ids[i]: int(res[0][i]) for i in range(n)}
                 for b in arena.buffers:
                     out[b.id] = out[roots[b.id]]
-                return SearchResult(out, True, nodes)
+                return result(Status.FEASIBLE, out)
             if res[2]:  # exhausted without hitting a limit: it does not fit
-                return SearchResult(None, True, nodes)
+                return result(Status.INFEASIBLE, None)
             if expired():
-                return SearchResult(None, False, nodes)
+                return result(Status.UNKNOWN, None)
     finally:
         sys.setrecursionlimit(sys_limit)
 

@@ -1,4 +1,7 @@
-"""The front door of arena placement: pick a solver, place, validate, report."""
+"""The front door of arena placement: pick a solver, place, validate, report.
+
+Every solver starts from the best-fit greedy (warm start and fallback) and adds candidate
+placements to one run; the best valid candidate is returned, credited to its solver."""
 
 from __future__ import annotations
 
@@ -16,11 +19,10 @@ from ipuopt.arena.milp import solve_arena_milp
 from ipuopt.arena.problem import OBJECTIVES, Arena
 from ipuopt.arena.search import search_fit
 from ipuopt.arena.validate import validate_placement
+from ipuopt.backends import cpsat
 from ipuopt.errors import InputError
-from ipuopt.exchange.cpsat import apply_params
-from ipuopt.result import FEASIBLE, INFEASIBLE, OPTIMAL, UNKNOWN
-
-SOLVERS = ("auto", "greedy", "baseline", "search", "cpsat", "milp")
+from ipuopt.params import Progress, SolveParams, run_interruptible
+from ipuopt.result import Status
 
 
 @dataclass
@@ -28,7 +30,7 @@ class Placement:
     arena: Arena
     objective: str
     solver: str
-    status: str
+    status: Status
     offsets: dict[str, int] | None
     value: int | None = None
     peak: int | None = None
@@ -43,32 +45,62 @@ class Placement:
                 "status": self.status, "objective": self.objective, "value": self.value,
                 "peak": self.peak, "lower_bound": self.lower_bound,
                 "runtime_s": round(self.runtime, 3), **({"reason": self.reason} if self.reason else {}),
+                **({"interrupted": True} if self.info.get("interrupted") else {}),
                 "offsets": self.offsets or {}}
 
 
-def _value(arena: Arena, objective: str, offsets: dict[str, int]) -> tuple[int, int, bool]:
+def _score(arena: Arena, objective: str, offsets: dict[str, int]) -> tuple[int, int, bool]:
+    """(objective value, peak, valid) of a placement."""
     rep = validate_placement(arena, offsets)
     value = {"fit": 0, "peak": rep.peak, "conflicts": rep.conflicts}[objective]
     return value, rep.peak, rep.ok
 
 
-def _best(arena: Arena, objective: str, candidates: list[tuple[str, dict[str, int]]]) -> dict[str, int]:
-    """The best candidate so far (the CP-SAT hint), or none."""
-    if not candidates:
-        return {}
-    return min(candidates, key=lambda c: _value(arena, objective, c[1])[0])[1]
+@dataclass
+class _Run:
+    """One call of `place`: what every solver adds to, and what the answer is chosen from."""
+
+    arena: Arena
+    objective: str
+    solver: str
+    params: SolveParams
+    tell: Progress
+    limit: float
+    bound: int
+    live: int
+    greedy: dict[str, int] = field(default_factory=dict)
+    t0: float = field(default_factory=time.perf_counter)
+    candidates: list[tuple[str, dict[str, int]]] = field(default_factory=list)
+    status: Status = Status.FEASIBLE
+    info: dict[str, Any] = field(default_factory=dict)
+    proof: str = ""  # set with the solver's name when it proved that nothing fits
+    prover: str = ""
+
+    def remaining(self) -> float:
+        return max(0.1, self.limit - (time.perf_counter() - self.t0))
+
+    def add(self, name: str, offsets: dict[str, int] | None) -> None:
+        if offsets is not None:
+            self.candidates.append((name, offsets))
+
+    def hint(self) -> dict[str, int]:
+        """The best candidate so far (CP-SAT's hint), or none."""
+        if not self.candidates:
+            return {}
+        return min(self.candidates, key=lambda c: _score(self.arena, self.objective, c[1])[0])[1]
+
+    def infeasible(self, prover: str, reason: str) -> None:
+        if not self.proof:  # the first proof is the one reported
+            self.prover, self.proof = prover, reason
 
 
 class _CpsatRun:
     """One CP-SAT solve of the arena model, in this thread (`run`) or another (`start`)."""
 
-    def __init__(self, arena: Arena, objective: str, hint: dict[str, int],
-                 params: dict[str, Any], limit: float) -> None:
-        self.model = ArenaModel(arena, objective)
-        self.model.hint(hint)
-        self.solver = cp_model.CpSolver()
-        apply_params(self.solver, {**{k: v for k, v in params.items() if k != "solver"},
-                                   "time_limit": limit})
+    def __init__(self, run: _Run, params: SolveParams, wall_clock: bool = False) -> None:
+        self.model = ArenaModel(run.arena, run.objective)
+        self.model.hint(run.hint())
+        self.solver = cpsat.new_solver(params, run.remaining(), wall_clock)
         self.code: Any = cp_model.UNKNOWN
         self.offsets: dict[str, int] | None = None
         self.decisive = threading.Event()  # set on a proof: optimal (or found, for fit) or infeasible
@@ -97,125 +129,163 @@ class _CpsatRun:
                 self.solver.stop_search()
             self.thread.join(0.05)
 
+    def collect(self, run: _Run) -> None:
+        """Its placement, optimality or infeasibility proof into the run."""
+        run.add("cpsat", self.offsets)
+        if self.offsets is not None:
+            if self.code == cp_model.OPTIMAL:
+                run.status = Status.OPTIMAL
+            elif run.objective == "conflicts":
+                run.bound = max(run.bound, int(self.solver.best_objective_bound) // (run.arena.capacity + 1))
+        elif self.code == cp_model.INFEASIBLE:
+            run.infeasible("cpsat", "proved infeasible by CP-SAT")
+
+
+def _exhaustive(arena: Arena) -> bool:
+    """The search leaves the space under a fixed buffer unused and reserves an alias owner
+    over its aliases' whole hull, so only without either is an exhausted search a proof."""
+    return all(b.offset is None and b.alias_of is None for b in arena.buffers)
+
+
+def _search(run: _Run, race: bool = False) -> None:
+    """The exact search (fit and peak), alone or racing CP-SAT on the other core. Search and
+    CP-SAT succeed on different instances (the search on tangled live ranges, CP-SAT where
+    one shape dominates), so `auto` races them unless asked for one worker, which keeps the
+    run reproducible: search for half the limit, then CP-SAT."""
+    if run.objective not in ("fit", "peak"):
+        return
+    target = run.arena.capacity if run.objective == "fit" else run.live
+    cp_run = None
+    if race:
+        # a race is not reproducible anyway: CP-SAT keeps to the wall clock
+        cp_run = _CpsatRun(run, run.params.with_(workers=max(1, (run.params.workers or 2) - 1)),
+                           wall_clock=True)
+        cp_run.start()
+    run.tell({"stage": "search and CP-SAT racing" if race else "exact search"})
+    limit = run.limit if run.solver == "search" or race else run.limit / 2
+    def stop() -> bool:
+        return run.params.stop.is_set() or (cp_run is not None and cp_run.decisive.is_set())
+
+    res = search_fit(run.arena, target, time_limit=limit, seed=run.params.seed or 0, stop=stop)
+    run.info["search_nodes"] = res.extras["nodes"]
+    # the search ignores distinct_elements_from, so its placement may not stand
+    found = res.solution is not None and validate_placement(run.arena, res.solution).ok
+    proof = res.status == Status.INFEASIBLE and run.objective == "fit" and _exhaustive(run.arena)
+    if cp_run is not None:
+        # an exhausted search settles `fit`; for `peak` it only shows that peak > live
+        cp_run.finish(stop=found or proof or run.params.stop.is_set())
+    if found:
+        run.add("search", res.solution)
+        if run.objective == "peak":
+            run.status = Status.OPTIMAL  # reached the live-bytes lower bound
+    elif proof:
+        run.infeasible("search", "exhaustive search: no placement within capacity")
+    if cp_run is not None:
+        cp_run.collect(run)
+
+
+def _cpsat(run: _Run) -> None:
+    run.tell({"stage": "CP-SAT"})
+    cp_run = _CpsatRun(run, run.params)
+    cp_run.run()
+    cp_run.collect(run)
+
+
+def _milp(run: _Run) -> None:
+    run.tell({"stage": "MILP"})
+    res = solve_arena_milp(run.arena, run.objective, run.params.with_(time_limit=run.limit))
+    if res.status == Status.INFEASIBLE:
+        run.infeasible("milp", "proved infeasible by MILP")
+    run.add("milp", res.solution)
+    if res.status == Status.OPTIMAL:
+        run.status = Status.OPTIMAL
+
+
+def _baseline(run: _Run) -> None:
+    shifted, _ = shift_baseline(run.arena, run.greedy)
+    run.add("baseline", shifted)
+    run.info["baseline_peak"] = _score(run.arena, run.objective, shifted)[1]
+
+
+def _greedy(run: _Run) -> None:
+    if run.objective == "conflicts" and run.candidates:
+        _baseline(run)  # the shift is the greedy's way to dodge conflicts
+
+
+def _auto(run: _Run) -> None:
+    if run.status == Status.OPTIMAL:
+        return  # the greedy already met the bound
+    race = (run.params.workers or 2) != 1 and run.objective in ("fit", "peak")
+    _search(run, race)
+    if not race and not run.proof and (run.objective == "conflicts" or not run.candidates
+                                       or (run.objective == "peak" and run.status != Status.OPTIMAL)):
+        _cpsat(run)
+
+
+SOLVERS: dict[str, Callable[[_Run], None]] = {
+    "auto": _auto, "greedy": _greedy, "baseline": _baseline, "search": _search,
+    "cpsat": _cpsat, "milp": _milp}
+
 
 def place(arena: Arena, objective: str = "fit", solver: str = "auto",
-          params: dict[str, Any] | None = None,
-          progress: Callable[[dict[str, Any]], None] | None = None) -> Placement:
+          params: SolveParams | dict[str, Any] | None = None,
+          progress: Progress | None = None) -> Placement:
     """Place `arena`; every placement returned passes the validator.
 
-    `progress` hears what the placer is doing (`stage`) and the best peak found so far."""
-    tell = progress or (lambda info: None)
+    `progress` hears what the placer is doing (`stage`) and the greedy's peak. Ctrl-C stops
+    the solvers and returns the best placement found so far, marked `interrupted`."""
     if objective not in OBJECTIVES:
         raise InputError.one("", "--objective", f"one of {', '.join(OBJECTIVES)}")
     if solver not in SOLVERS:
         raise InputError.one("", "--solver", f"one of {', '.join(SOLVERS)}")
-    params = dict(params or {})
-    limit = float(params.get("time_limit", 60.0))
-    t0 = time.perf_counter()
+    params = SolveParams.of(params)
     live, step = arena.peak_live()
-    bound = {"fit": 0, "peak": live, "conflicts": 0}[objective]
+    run = _Run(arena, objective, solver, params, progress or (lambda info: None),
+               60.0 if params.time_limit is None else params.time_limit,
+               {"fit": 0, "peak": live, "conflicts": 0}[objective], live)
     if live > arena.capacity:
-        return Placement(arena, objective, solver, INFEASIBLE, None, lower_bound=bound,
-                         runtime=time.perf_counter() - t0,
-                         reason=f"at step {step} live bytes {live} exceed capacity {arena.capacity}")
-    tell({"stage": "greedy"})
+        return _answer(run, Status.INFEASIBLE,
+                       reason=f"at step {step} live bytes {live} exceed capacity {arena.capacity}")
+    run.tell({"stage": "greedy"})
     greedy, order = best_greedy(arena)
-    candidates: list[tuple[str, dict[str, int]]] = []
-    g_value, g_peak, g_ok = _value(arena, objective, greedy)
-    tell({"stage": "greedy done", "greedy peak": g_peak})
+    _, g_peak, g_ok = _score(arena, objective, greedy)
+    run.tell({"stage": "greedy done", "greedy peak": g_peak})
+    run.info["greedy_peak"] = g_peak
+    run.greedy = greedy
     if g_ok:
-        candidates.append((f"greedy/{order}", greedy))
-    info: dict[str, Any] = {"greedy_peak": g_peak}
-    status = FEASIBLE
-    if solver == "baseline" or (g_ok and solver == "greedy" and objective == "conflicts"):
-        shifted, _ = shift_baseline(arena, greedy)
-        candidates.append(("baseline", shifted))
-        info["baseline_peak"] = _value(arena, objective, shifted)[1]
-    cp_run: _CpsatRun | None = None
-    settled = solver == "auto" and g_ok and objective in ("fit", "peak") and (
-        objective == "fit" or g_peak <= live)  # greedy already meets the bound
-    if settled:
-        status = OPTIMAL
-    if solver in ("auto", "search") and objective in ("fit", "peak") and not settled:
-        target = arena.capacity if objective == "fit" else live
-        # The search leaves the space under a fixed buffer unused and reserves an alias
-        # owner over its aliases' whole hull, so only without either is an exhausted search
-        # a proof that nothing fits.
-        exhaustive = all(b.offset is None and b.alias_of is None for b in arena.buffers)
-        # Search and CP-SAT succeed on different instances (the search on tangled live
-        # ranges, CP-SAT where one shape dominates), so `auto` races them on the two cores
-        # unless asked for one worker, which keeps the run reproducible: search, then CP-SAT.
-        workers = int(params.get("workers", 2))
-        race = solver == "auto" and workers != 1
-        tell({"stage": "search and CP-SAT racing" if race else "exact search"})
-        if race:
-            remaining = max(0.1, limit - (time.perf_counter() - t0))
-            cp_run = _CpsatRun(arena, objective, _best(arena, objective, candidates),
-                               {**params, "workers": max(1, workers - 1)},
-                               remaining)
-            # a race is not reproducible anyway: hold CP-SAT to the wall clock even when a
-            # seed and one worker would make its limit deterministic time
-            cp_run.solver.parameters.max_time_in_seconds = remaining
-            cp_run.start()
-        res = search_fit(arena, target, time_limit=limit if solver == "search" or race else limit / 2,
-                         stop=cp_run.decisive if cp_run else None, seed=int(params.get("seed", 0)))
-        info["search_nodes"] = res.nodes
-        # (the search ignores distinct_elements_from, so its placement may not stand)
-        found = res.offsets is not None and validate_placement(arena, res.offsets).ok
-        if cp_run is not None:
-            # an exhausted search settles `fit`; for `peak` it only shows that peak > live
-            cp_run.finish(stop=found or (res.complete and objective == "fit" and exhaustive))
-        if found:
-            candidates.append(("search", res.offsets))
-            if objective == "peak":
-                status = OPTIMAL  # reached the live-bytes lower bound
-        elif res.complete and objective == "fit" and exhaustive:
-            return Placement(arena, objective, "search", INFEASIBLE, None, lower_bound=bound,
-                             runtime=time.perf_counter() - t0,
-                             reason="exhaustive search: no placement within capacity")
-    need_model = solver == "cpsat" or (
-        solver == "auto" and cp_run is None and (objective == "conflicts" or not candidates
-                                                 or (objective == "peak" and status != OPTIMAL)))
-    if need_model:
-        tell({"stage": "CP-SAT"})
-        cp_run = _CpsatRun(arena, objective, _best(arena, objective, candidates), params,
-                           max(0.1, limit - (time.perf_counter() - t0)))
-        cp_run.run()
-    if cp_run is not None:
-        cp, code = cp_run.solver, cp_run.code
-        if cp_run.offsets is not None:
-            candidates.append(("cpsat", cp_run.offsets))
-            if code == cp_model.OPTIMAL:
-                status = OPTIMAL
-            elif objective == "conflicts":
-                bound = max(bound, int(cp.best_objective_bound) // (arena.capacity + 1))
-        elif code == cp_model.INFEASIBLE:
-            return Placement(arena, objective, "cpsat", INFEASIBLE, None, lower_bound=bound,
-                             runtime=time.perf_counter() - t0, reason="proved infeasible by CP-SAT")
-    if solver == "milp":
-        tell({"stage": "MILP"})
-        st, offs, _ = solve_arena_milp(arena, objective, limit, str(params.get("solver", "highs")),
-                                       bool(params.get("verbose", False)))
-        if st == "infeasible":
-            return Placement(arena, objective, "milp", INFEASIBLE, None, lower_bound=bound,
-                             runtime=time.perf_counter() - t0, reason="proved infeasible by MILP")
-        if offs is not None:
-            candidates.append(("milp", offs))
-            if st == "optimal":
-                status = OPTIMAL
-    valid = [(name, offs, *_value(arena, objective, offs)) for name, offs in candidates]
-    valid = [v for v in valid if v[4]]
+        run.add(f"greedy/{order}", greedy)
+        if objective == "fit" or (objective == "peak" and g_peak <= live):
+            run.status = Status.OPTIMAL
+    _, interrupted = run_interruptible(lambda: SOLVERS[solver](run), params.stop)
+    if interrupted:
+        run.info["interrupted"] = True
+    return _choose(run, g_peak)
+
+
+def _answer(run: _Run, status: Status, name: str = "", offsets: dict[str, int] | None = None,
+            value: int | None = None, peak: int | None = None, reason: str = "") -> Placement:
+    bound = value if status == Status.OPTIMAL else run.bound
+    return Placement(run.arena, run.objective, name or run.solver, status, offsets, value, peak, bound,
+                     time.perf_counter() - run.t0, reason, run.info)
+
+
+def _choose(run: _Run, g_peak: int) -> Placement:
+    """The best valid candidate, or the proof that nothing fits, or why nothing was found."""
+    if run.proof:
+        return _answer(run, Status.INFEASIBLE, run.prover, reason=run.proof)
+    scored = [(name, offs, *_score(run.arena, run.objective, offs)) for name, offs in run.candidates]
+    valid = [s for s in scored if s[4]]
     if not valid:
-        why = {"greedy": f"greedy peak {g_peak} exceeds capacity {arena.capacity}",
+        cap = run.arena.capacity
+        why = {"greedy": f"greedy peak {g_peak} exceeds capacity {cap}",
                "baseline": f"the baseline (4 KiB shift of the best-fit placement) needs "
-                           f"{info.get('baseline_peak')} bytes, more than capacity {arena.capacity}",
-               }.get(solver, "no placement found in the time limit and none proved impossible")
-        return Placement(arena, objective, solver, UNKNOWN, None, lower_bound=bound,
-                         runtime=time.perf_counter() - t0, reason=why, info=info)
+                           f"{run.info.get('baseline_peak')} bytes, more than capacity {cap}",
+               }.get(run.solver, "no placement found in the time limit and none proved impossible")
+        return _answer(run, Status.UNKNOWN, reason=why)
     # a solver asked for by name keeps its own placement unless another is better in the
     # objective itself; the result always names the solver whose placement it is
-    name, offsets, value, peak, _ = min(valid, key=lambda v: (v[2], not v[0].startswith(solver), v[3]))
-    if objective == "fit" or (objective == "peak" and value <= bound):
-        status = OPTIMAL
-    return Placement(arena, objective, name, status, offsets, value, peak,
-                     value if status == OPTIMAL else bound, time.perf_counter() - t0, info=info)
+    name, offsets, value, peak, _ = min(valid, key=lambda v: (v[2], not v[0].startswith(run.solver), v[3]))
+    status = run.status
+    if run.objective == "fit" or (run.objective == "peak" and value <= run.bound):
+        status = Status.OPTIMAL
+    return _answer(run, status, name, offsets, value, peak)

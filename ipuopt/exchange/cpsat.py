@@ -16,11 +16,12 @@ from typing import Any
 
 from ortools.sat.python import cp_model
 
+from ipuopt.backends import cpsat
+from ipuopt.backends.cpsat import new_solver
 from ipuopt.errors import InputError
-from ipuopt.exchange.backend import SolverOutput
-from ipuopt.exchange.phase import Phase
 from ipuopt.exchange.timing import ORDINARY, PAIRED, Timing
-from ipuopt.result import FALLBACK, FEASIBLE, OPTIMAL
+from ipuopt.params import Progress, SolveParams
+from ipuopt.result import Result, Status
 from ipuopt.spec import Spec
 
 
@@ -54,7 +55,7 @@ def _interval(model: cp_model.CpModel, start: Any, size: int, present: Any, name
     return model.new_optional_fixed_size_interval_var(start, size, present, name)
 
 
-def build_model(phase: Phase, spec: Spec, timings: list[Timing], upper: int,
+def build_model(spec: Spec, timings: list[Timing], upper: int,
                 lower: int = 0, fixed: dict[str, tuple[int, str]] | None = None,
                 window: dict[str, tuple[int, int]] | None = None) -> ExchangeModel:
     """The model with horizon in [lower, upper].
@@ -90,7 +91,7 @@ def build_model(phase: Phase, spec: Spec, timings: list[Timing], upper: int,
             present = True if t.id in fixed else _presence(lit, w)
             for occ in tm.occupancies(w, spec):
                 by_kind[occ.kind][occ.key].append((t.id, w, occ.offset, occ.length, present))
-        m.add(horizon >= _completion(tm, starts, paired))
+        m.add(horizon >= completion(tm, starts, paired))
     stats = {"transfers": len(timings), "intervals": 0, "pairwise": 0}
 
     def make(items: list, shift: int = 0, grow: int = 0) -> list:
@@ -110,12 +111,12 @@ def build_model(phase: Phase, spec: Spec, timings: list[Timing], upper: int,
     for tm in timings:
         for a in tm.transfer.after:
             if a in by_id and not (tm.transfer.id in fixed and a in fixed):
-                m.add(starts[tm.transfer.id] >= _completion(by_id[a], starts, paired))
+                m.add(starts[tm.transfer.id] >= completion(by_id[a], starts, paired))
     m.minimize(horizon)
     return ExchangeModel(m, starts, paired, horizon, stats)
 
 
-def _completion(tm: Timing, starts: dict, paired: dict) -> Any:
+def completion(tm: Timing, starts: dict, paired: dict) -> Any:
     """Completion at all destinations: linear in the start and the width literal."""
     tid = tm.transfer.id
     lit = paired[tid]
@@ -170,51 +171,6 @@ def _format_constraints(m: cp_model.CpModel, rx: dict, switch: int, make: Any,
                     stats["pairwise"] += 1
 
 
-_STATUS = {cp_model.OPTIMAL: OPTIMAL, cp_model.FEASIBLE: FEASIBLE}
-
-
-def apply_params(solver: cp_model.CpSolver, params: dict[str, Any]) -> None:
-    """Generic names (time_limit, workers, seed, verbose) and any CP-SAT parameter by its own name.
-
-    One worker plus a seed makes the search deterministic; the time limit is then
-    also applied as deterministic time, so a rerun stops at the same point.
-    """
-    p = dict(params)
-    p.setdefault("workers", 2)
-    limit = p.pop("time_limit", None)
-    workers = p.pop("workers")
-    seed = p.pop("seed", None)
-    sp = solver.parameters
-    sp.log_search_progress = bool(p.pop("verbose", False)) or sp.log_search_progress
-    sp.num_workers = int(workers)
-    if seed is not None:
-        sp.random_seed = int(seed)
-    if limit is not None:
-        sp.max_time_in_seconds = float(limit)
-        if workers == 1 and seed is not None:
-            sp.max_deterministic_time = float(limit)
-            sp.max_time_in_seconds = 10 * float(limit) + 10
-    for key, value in p.items():
-        if key == "solver":
-            continue
-        if not hasattr(sp, key):
-            raise InputError.one("", f"params.{key}", "not a CP-SAT parameter")
-        try:
-            setattr(sp, key, value)
-        except (TypeError, ValueError) as exc:
-            raise InputError.one("", f"params.{key}", f"bad value {value!r}: {exc}") from None
-
-
-class _Callback(cp_model.CpSolverSolutionCallback):
-    def __init__(self, progress: Any) -> None:
-        super().__init__()
-        self.progress = progress
-
-    def on_solution_callback(self) -> None:
-        self.progress({"incumbent": int(self.objective_value),
-                       "bound": int(self.best_objective_bound), "elapsed": self.wall_time})
-
-
 def _read(solver: cp_model.CpSolver, em: ExchangeModel) -> tuple[dict[str, int], dict[str, str]]:
     starts = {tid: v if isinstance(v, int) else int(solver.value(v)) for tid, v in em.starts.items()}
     widths = {tid: (PAIRED if (lit if isinstance(lit, int) else solver.boolean_value(lit))
@@ -222,9 +178,14 @@ def _read(solver: cp_model.CpSolver, em: ExchangeModel) -> tuple[dict[str, int],
     return starts, widths
 
 
-def solve_cpsat(phase: Phase, spec: Spec, timings: list[Timing],
-                hint: tuple[dict[str, int], dict[str, str]], lower: int,
-                params: dict[str, Any], progress: Any = None) -> SolverOutput:
+def hint_horizon(timings: list[Timing], hint: tuple[dict[str, int], dict[str, str]]) -> int:
+    starts, widths = hint
+    return max((starts[tm.transfer.id] + tm.end_offset(widths[tm.transfer.id]) for tm in timings),
+               default=0)
+
+
+def solve_cpsat(spec: Spec, timings: list[Timing], hint: tuple[dict[str, int], dict[str, str]],
+                lower: int, params: SolveParams, progress: Progress | None = None) -> Result:
     """Minimise the horizon; the greedy schedule is the hint and the fallback.
 
     With a time limit, the first `prove_split` of it (default 0.5) optimises;
@@ -233,66 +194,64 @@ def solve_cpsat(phase: Phase, spec: Spec, timings: list[Timing],
     CP-SAT's propagation often refutes it far sooner than the optimiser moves
     its bound (Brucker's open-shop instances: seconds against minutes).
     """
-    params = dict(params)
-    split = float(params.pop("prove_split", 0.5))
-    limit = params.get("time_limit")
+    options = dict(params.options)
+    split = float(options.pop("prove_split", 0.5))
+    params = params.with_(options=options)
+    limit = params.time_limit
     if not 0 < split <= 1:
         raise InputError.one("", "params.prove_split", "must be in (0, 1]")
-    starts0, widths0 = hint
-    upper = max((starts0[tm.transfer.id] + tm.end_offset(widths0[tm.transfer.id])
-                 for tm in timings), default=0)
+    upper = hint_horizon(timings, hint)
     t0 = time.perf_counter()
-    em = build_model(phase, spec, timings, upper, lower)
+    em = build_model(spec, timings, upper, lower)
     for tid, var in em.starts.items():
-        em.model.add_hint(var, starts0[tid])
+        em.model.add_hint(var, hint[0][tid])
         lit = em.paired[tid]
         if not isinstance(lit, int):
-            em.model.add_hint(lit, widths0[tid] == PAIRED)
+            em.model.add_hint(lit, hint[1][tid] == PAIRED)
     em.model.add_hint(em.horizon, upper)
     build = time.perf_counter() - t0
-    solver = cp_model.CpSolver()
-    first = {**params, "time_limit": float(limit) * split} if limit is not None else params
-    apply_params(solver, first)
-    if progress is not None and hasattr(solver, "best_bound_callback"):
-        solver.best_bound_callback = lambda b: progress({"bound": int(b), "incumbent": None})
-    code = solver.solve(em.model, _Callback(progress) if progress else None)
-    info = {"build_s": round(build, 3), **em.stats}
+    solver = new_solver(params, None if limit is None else limit * split)
+    code = cpsat.solve(em.model, solver, progress)
+    extras = {"build_s": round(build, 3), **em.stats}
+
+    def done(status: Status, solution: tuple, value: int, bound: int | None) -> Result:
+        extras["solve_s"] = round(time.perf_counter() - t0 - build, 3)
+        return Result(status, solution, value, bound, time.perf_counter() - t0, "cpsat", extras)
+
     if code == cp_model.INFEASIBLE:
         # The hint is feasible with horizon `upper`, so this means lower > upper: greedy is optimal.
-        return SolverOutput(starts0, widths0, OPTIMAL, upper, info)
-    if code not in _STATUS:
-        if limit is None or split >= 1:
-            return SolverOutput(starts0, widths0, FALLBACK, None, info)
-        starts, widths, status, bound, incumbent = starts0, widths0, FALLBACK, lower, upper
-    else:
-        starts, widths = _read(solver, em)
-        status, bound = _STATUS[code], int(solver.best_objective_bound)
+        return done(Status.OPTIMAL, hint, upper, upper)
+    if code in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        solution = _read(solver, em)
+        status, bound = cpsat.STATUS[code], int(solver.best_objective_bound)
         incumbent = int(solver.value(em.horizon))
-    if status != OPTIMAL and limit is not None and split < 1:
+    elif limit is None or split >= 1 or params.stop.is_set():
+        return done(Status.FALLBACK, hint, upper, None)
+    else:
+        solution, status, bound, incumbent = hint, Status.FALLBACK, lower, upper
+    if status != Status.OPTIMAL and limit is not None and split < 1:
         em.model.clear_objective()
         em.model.clear_hints()
         proved = 0
-        while incumbent > bound:
+        while incumbent > bound and not params.stop.is_set():
             remaining = float(limit) - (time.perf_counter() - t0)
             if remaining < 0.1:
                 break
             em.model.add(em.horizon <= incumbent - 1)
-            decide = cp_model.CpSolver()
-            apply_params(decide, {**params, "time_limit": remaining})
+            decide = new_solver(params, remaining)
             code = decide.solve(em.model)
             if code == cp_model.INFEASIBLE:
                 bound = incumbent
                 proved += 1
-            elif code in _STATUS:
-                starts, widths = _read(decide, em)
+            elif code in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+                solution = _read(decide, em)
                 incumbent = int(decide.value(em.horizon))
-                status = FEASIBLE
+                status = Status.FEASIBLE
                 if progress:
                     progress({"incumbent": incumbent, "bound": bound})
             else:
                 break
-        info["decision_steps"] = proved
+        extras["decision_steps"] = proved
         if incumbent <= bound:
-            status = OPTIMAL
-    info["solve_s"] = round(time.perf_counter() - t0 - build, 3)
-    return SolverOutput(starts, widths, status, bound, info)
+            status = Status.OPTIMAL
+    return done(status, solution, incumbent, bound)

@@ -17,19 +17,16 @@ import random
 import time
 from bisect import bisect_left, bisect_right
 from collections import defaultdict
-from typing import Any
 
 from ortools.sat.python import cp_model
 
+from ipuopt.backends.cpsat import new_solver
 from ipuopt.errors import InputError
-from ipuopt.exchange.backend import SolverOutput
-from ipuopt.exchange.cpsat import _completion, apply_params, build_model
-from ipuopt.exchange.phase import Phase
+from ipuopt.exchange.cpsat import build_model, completion
 from ipuopt.exchange.timing import ORDINARY, PAIRED, Timing
-from ipuopt.result import FEASIBLE
+from ipuopt.params import Progress, SolveParams
+from ipuopt.result import Result, Status
 from ipuopt.spec import Spec
-
-LNS_KEYS = ("free", "sub_time_limit")
 
 
 def _resources(tm: Timing, spec: Spec) -> set[tuple]:
@@ -37,14 +34,14 @@ def _resources(tm: Timing, spec: Spec) -> set[tuple]:
             for w in tm.widths for o in tm.occupancies(w, spec)}
 
 
-def solve_lns(phase: Phase, spec: Spec, timings: list[Timing],
-              hint: tuple[dict[str, int], dict[str, str]], lower: int,
-              params: dict[str, Any], progress: Any = None) -> SolverOutput:
-    p = dict(params)
-    limit = float(p.pop("time_limit", 60))
-    free_n = int(p.pop("free", 200))
-    sub_limit = float(p.pop("sub_time_limit", 2.0))
-    seed = int(p.get("seed", 0) or 0)
+def solve_lns(spec: Spec, timings: list[Timing], hint: tuple[dict[str, int], dict[str, str]],
+              lower: int, params: SolveParams, progress: Progress | None = None) -> Result:
+    options = dict(params.options)
+    limit = 60.0 if params.time_limit is None else params.time_limit
+    free_n = int(options.pop("free", 200))
+    sub_limit = float(options.pop("sub_time_limit", 2.0))
+    params = params.with_(options=options)
+    seed = params.seed or 0
     if free_n < 1:
         raise InputError.one("", "params.free", "must be >= 1")
     rng = random.Random(seed)
@@ -70,7 +67,7 @@ def solve_lns(phase: Phase, spec: Spec, timings: list[Timing],
     t0 = time.perf_counter()
     history = [(0.0, horizon)]
     steps = improved = 0
-    while time.perf_counter() - t0 < limit - 0.05 and horizon > lower and ids:
+    while time.perf_counter() - t0 < limit - 0.05 and horizon > lower and ids and not params.stop.is_set():
         steps += 1
         order = sorted(ids, key=lambda t: starts[t])
         order_starts = [starts[t] for t in order]
@@ -93,18 +90,17 @@ def solve_lns(phase: Phase, spec: Spec, timings: list[Timing],
         fixed = {t: (starts[t], widths[t]) for t in keep if t not in free}
         outside = max((done(t) for t in ids if t not in keep), default=0)
         sub = [by_id[t] for t in ids if t in keep]
-        em = build_model(phase, spec, sub, horizon, max(lower, outside), fixed,
+        em = build_model(spec, sub, horizon, max(lower, outside), fixed,
                          {t: (lo, hi) for t in free})
-        completions = [_completion(by_id[t], em.starts, em.paired) for t in free]
+        completions = [completion(by_id[t], em.starts, em.paired) for t in free]
         weight = len(free) * (horizon + span + 1)
         em.model.minimize(em.horizon * weight + sum(completions))
         for t in free:
             em.model.add_hint(em.starts[t], starts[t])
             if not isinstance(em.paired[t], int):
                 em.model.add_hint(em.paired[t], widths[t] == PAIRED)
-        solver = cp_model.CpSolver()
         remaining = limit - (time.perf_counter() - t0)
-        apply_params(solver, {**p, "time_limit": max(0.05, min(sub_limit, remaining))})
+        solver = new_solver(params, max(0.05, min(sub_limit, remaining)))
         code = solver.solve(em.model)
         if code not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
             continue
@@ -122,5 +118,5 @@ def solve_lns(phase: Phase, spec: Spec, timings: list[Timing],
             history.append((round(time.perf_counter() - t0, 2), horizon))
             if progress:
                 progress({"incumbent": horizon, "bound": lower})
-    info = {"lns_steps": steps, "lns_improvements": improved, "lns_history": history}
-    return SolverOutput(starts, widths, FEASIBLE, None, info)
+    extras = {"lns_steps": steps, "lns_improvements": improved, "lns_history": history}
+    return Result(Status.FEASIBLE, (starts, widths), horizon, None, time.perf_counter() - t0, "lns", extras)

@@ -9,21 +9,18 @@ greedy horizon plus the largest offset, so every constraint is valid.
 
 from __future__ import annotations
 
-import contextlib
-import os
-import sys
+import math
 import time
 from collections import defaultdict
-from collections.abc import Iterator
 from typing import Any
 
 import pulp
 
-from ipuopt.errors import InputError
-from ipuopt.exchange.backend import SolverOutput
-from ipuopt.exchange.phase import Phase
+from ipuopt.backends import milp
+from ipuopt.exchange.cpsat import hint_horizon
 from ipuopt.exchange.timing import ORDINARY, PAIRED, Timing
-from ipuopt.result import FALLBACK, FEASIBLE, OPTIMAL
+from ipuopt.params import Progress, SolveParams
+from ipuopt.result import Result, Status
 from ipuopt.spec import Spec
 
 
@@ -34,7 +31,7 @@ def _active(p: Any, width: str, fixed_width: bool) -> Any:
     return p if width == PAIRED else 1 - p
 
 
-def build_milp(phase: Phase, spec: Spec, timings: list[Timing], upper: int, lower: int
+def build_milp(spec: Spec, timings: list[Timing], upper: int, lower: int
                ) -> tuple[pulp.LpProblem, dict, dict, pulp.LpVariable]:
     ex = spec.exchange
     prob = pulp.LpProblem("exchange", pulp.LpMinimize)
@@ -103,71 +100,27 @@ def build_milp(phase: Phase, spec: Spec, timings: list[Timing], upper: int, lowe
     return prob, starts, paired, horizon
 
 
-@contextlib.contextmanager
-def _quiet_stdout(active: bool) -> Iterator[None]:
-    """HiGHS prints a banner from C++ whatever its options: silence file descriptor 1."""
-    if not active:
-        yield
-        return
-    sys.stdout.flush()
-    saved = os.dup(1)
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    try:
-        os.dup2(devnull, 1)
-        yield
-    finally:
-        os.dup2(saved, 1)
-        os.close(saved)
-        os.close(devnull)
-
-
-def _backend(name: str, limit: float | None, threads: int | None, msg: bool) -> Any:
-    if name == "highs":
-        # No `threads`: HiGHS keeps one global scheduler per process, and a solve asking for
-        # another thread count than the first one fails without a solution.
-        return pulp.HiGHS(msg=msg, timeLimit=limit)
-    if name == "cbc":
-        return pulp.PULP_CBC_CMD(msg=msg, timeLimit=limit, threads=threads)
-    raise InputError.one("", "params.solver", f"unknown MILP solver {name!r} (highs or cbc)")
-
-
-def solve_milp(phase: Phase, spec: Spec, timings: list[Timing],
-               hint: tuple[dict[str, int], dict[str, str]], lower: int,
-               params: dict[str, Any], progress: Any = None) -> SolverOutput:
+def solve_milp(spec: Spec, timings: list[Timing], hint: tuple[dict[str, int], dict[str, str]],
+               lower: int, params: SolveParams, progress: Progress | None = None) -> Result:
     """Minimise the horizon below the greedy one; the greedy schedule is the fallback."""
-    starts0, widths0 = hint
-    upper = max((starts0[tm.transfer.id] + tm.end_offset(widths0[tm.transfer.id])
-                 for tm in timings), default=0)
-    unknown = set(params) - {"time_limit", "workers", "seed", "solver", "msg", "verbose"}
-    if unknown:
-        raise InputError.one("", f"params.{sorted(unknown)[0]}",
-                             "not a MILP parameter (time_limit, workers, seed, solver, msg, verbose)")
+    milp.check_options(params)
+    upper = hint_horizon(timings, hint)
     t0 = time.perf_counter()
-    prob, starts, paired, horizon = build_milp(phase, spec, timings, upper, lower)
+    prob, starts, paired, horizon = build_milp(spec, timings, upper, lower)
     build = time.perf_counter() - t0
-    name = params.get("solver", "highs")
-    limit = params.get("time_limit")
-    msg = bool(params.get("msg", False) or params.get("verbose", False))
-    backend = _backend(name, float(limit) if limit is not None else None, params.get("workers"), msg)
-    with _quiet_stdout(not msg):
-        prob.solve(backend)
-    info = {"build_s": round(build, 3), "solve_s": round(time.perf_counter() - t0 - build, 3),
-            "milp_solver": name, "variables": len(prob.variables()),
-            "constraints": prob.numConstraints()}
+    status, dual = milp.solve(prob, params)
+    extras = {"build_s": round(build, 3), "solve_s": round(time.perf_counter() - t0 - build, 3),
+              "milp_solver": milp.milp_solver_name(params), "variables": len(prob.variables()),
+              "constraints": prob.numConstraints()}
     values = {tid: v.varValue for tid, v in starts.items()}
-    if prob.sol_status not in (pulp.LpSolutionOptimal, pulp.LpSolutionIntegerFeasible) or any(
-            v is None for v in values.values()):
-        return SolverOutput(starts0, widths0, FALLBACK, None, info)
+    runtime = time.perf_counter() - t0
+    if status not in (Status.OPTIMAL, Status.FEASIBLE) or any(v is None for v in values.values()):
+        return Result(Status.FALLBACK, hint, upper, None, runtime, "milp", extras)
     out_starts = {tid: int(round(v)) for tid, v in values.items()}
     out_widths = {}
     for tid, lit in paired.items():
         val = lit if isinstance(lit, int) else round(lit.varValue or 0)
         out_widths[tid] = PAIRED if val else ORDINARY
-    optimal = prob.sol_status == pulp.LpSolutionOptimal
-    bound = None
-    if optimal:
-        bound = int(round(pulp.value(horizon)))
-    elif name == "highs":
-        dual = prob.solverModel.getInfo().mip_dual_bound
-        bound = int(-(-dual // 1)) if dual == dual and abs(dual) < 1e18 else None
-    return SolverOutput(out_starts, out_widths, OPTIMAL if optimal else FEASIBLE, bound, info)
+    value = int(round(pulp.value(horizon)))
+    bound = value if status == Status.OPTIMAL else None if dual is None else math.ceil(dual - 1e-6)
+    return Result(status, (out_starts, out_widths), value, bound, runtime, "milp", extras)

@@ -118,14 +118,6 @@ def _transfer(raw: Any, i: int, file: str, problems: list[Problem]) -> Transfer 
                     dst_addr=addrs["dst_addr"], paired=paired, after=tuple(str(a) for a in after))
 
 
-def phase_from_dict(doc: Any, file: str = "") -> Phase:
-    """Parse a phase document; structural problems (types, fields) are reported all at once."""
-    phase, problems = _parse(doc, file)
-    if problems:
-        raise InputError(problems)
-    return phase
-
-
 def _parse(doc: Any, file: str) -> tuple[Phase, list[Problem]]:
     """The phase made of the well-formed transfers, and the problems of the others."""
     if not isinstance(doc, dict):

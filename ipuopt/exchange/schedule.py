@@ -8,7 +8,9 @@ from typing import Any
 
 from ipuopt.errors import InputError, Problem
 from ipuopt.io import read_document
-from ipuopt.result import STATUSES
+from ipuopt.result import Status
+
+STATUSES = (Status.OPTIMAL, Status.FEASIBLE, Status.FALLBACK, Status.INFEASIBLE)
 
 WIDTH_NAMES = ("ordinary", "paired")
 

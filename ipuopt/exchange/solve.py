@@ -1,7 +1,8 @@
-"""The front door of exchange scheduling: pick a backend, solve, bound, validate."""
+"""The front door of exchange scheduling: pick a solver, solve, bound, validate."""
 
 from __future__ import annotations
 
+import importlib
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -14,11 +15,22 @@ from ipuopt.exchange.phase import Phase
 from ipuopt.exchange.schedule import Schedule
 from ipuopt.exchange.timing import phase_timings
 from ipuopt.exchange.validate import validate
-from ipuopt.result import FALLBACK, FEASIBLE, OPTIMAL, gap
+from ipuopt.params import Progress, SolveParams, run_interruptible
+from ipuopt.result import Result, Status, gap
 from ipuopt.spec import Spec
 
-BACKENDS = ("greedy", "cpsat", "milp", "lns")
-Progress = Callable[[dict[str, Any]], None]
+# Exact solvers by name: (module, function), imported when first asked for, so that the
+# greedy path never loads OR-Tools or PuLP. Each takes (spec, timings, hint, lower bound,
+# params, progress) and returns a Result whose solution is (starts, widths).
+EXACT = {"cpsat": ("ipuopt.exchange.cpsat", "solve_cpsat"),
+         "milp": ("ipuopt.exchange.milp", "solve_milp"),
+         "lns": ("ipuopt.exchange.lns", "solve_lns")}
+BACKENDS = ("greedy", *EXACT)
+
+
+def exact_solver(name: str) -> Callable[..., Result]:
+    module, function = EXACT[name]
+    return getattr(importlib.import_module(module), function)
 
 
 @dataclass
@@ -35,6 +47,10 @@ class ExchangeResult:
     def gap(self) -> float | None:
         return gap(self.schedule.horizon, self.schedule.lower_bound)
 
+    @property
+    def interrupted(self) -> bool:
+        return bool(self.schedule.extra.get("interrupted"))
+
     def summary(self) -> dict[str, Any]:
         s = self.schedule
         return {"phase": s.phase, "spec": s.spec, "solver": s.solver, "status": s.status,
@@ -43,38 +59,42 @@ class ExchangeResult:
                 "runtime_s": round(self.runtime, 3), **s.extra}
 
 
-def solve(phase: Phase, spec: Spec, backend: str = "greedy", params: dict | None = None,
+def solve(phase: Phase, spec: Spec, backend: str = "greedy",
+          params: SolveParams | dict[str, Any] | None = None,
           progress: Progress | None = None) -> ExchangeResult:
-    """Schedule `phase` on `spec` with `backend`; every returned schedule passes the validator."""
+    """Schedule `phase` on `spec` with `backend`; every returned schedule passes the validator.
+
+    Ctrl-C during an exact solve stops it and returns its best schedule so far (status
+    `feasible`, or `fallback` with the greedy's), marked `interrupted`."""
     if backend not in BACKENDS:
         raise InputError.one("", "solver", f"unknown solver {backend!r} (one of {', '.join(BACKENDS)})")
-    params = dict(params or {})
+    params = SolveParams.of(params)
     t0 = time.perf_counter()
     timings = phase_timings(phase, spec)
     bounds = all_bounds(phase, spec, timings)
     ours = best_bound(bounds).value
     starts, widths, rule = best_greedy(phase, spec)
     greedy_h = horizon_of(timings, starts, widths)
+    greedy = Result(Status.FEASIBLE, (starts, widths), greedy_h, ours, solver=f"greedy/{rule}")
     extra: dict[str, Any] = {"greedy_horizon": greedy_h, "greedy_rule": rule}
-    if backend == "greedy":
-        status, solver_bound = FEASIBLE, ours  # optimal below when it meets the bound
-    else:
-        if backend == "cpsat":
-            from ipuopt.exchange.cpsat import solve_cpsat as run
-        elif backend == "milp":
-            from ipuopt.exchange.milp import solve_milp as run
-        else:
-            from ipuopt.exchange.lns import solve_lns as run
-        out = run(phase, spec, timings, (starts, widths), ours, params, progress)
-        starts, widths, status, solver_bound = out.starts, out.widths, out.status, out.bound
-        extra.update(out.info)
+    result = greedy
+    if backend != "greedy":
+        run = exact_solver(backend)
+        found, interrupted = run_interruptible(
+            lambda: run(spec, timings, (starts, widths), ours, params, progress), params.stop)
+        result = found or Result(Status.FALLBACK, greedy.solution, greedy_h, None, solver=backend)
+        extra.update(result.extras)
+        if interrupted:
+            extra["interrupted"] = True
+    status = result.status
     # the schedule's author: the greedy's when the exact solver fell back to its hint
-    extra["produced_by"] = f"greedy/{rule}" if backend == "greedy" or status == FALLBACK else backend
+    extra["produced_by"] = greedy.solver if status == Status.FALLBACK else result.solver
+    starts, widths = result.solution
     horizon = horizon_of(timings, starts, widths)
-    bound = max(ours, solver_bound or 0)
+    bound = max(ours, result.bound or 0)
     if horizon <= bound:
-        status = OPTIMAL
-    if status == OPTIMAL:
+        status = Status.OPTIMAL
+    if status == Status.OPTIMAL:
         bound = horizon
     schedule = Schedule(starts=starts, widths=widths, horizon=horizon, phase=phase.name,
                         spec=spec.name, solver=backend, status=status, lower_bound=bound,

@@ -1,0 +1,1 @@
+"""Solver plumbing shared by every problem: CP-SAT parameters and callbacks, PuLP backends."""

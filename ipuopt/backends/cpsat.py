@@ -1,0 +1,67 @@
+"""CP-SAT plumbing: parameters, progress callbacks, stop on request."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ortools.sat.python import cp_model
+
+from ipuopt.errors import InputError
+from ipuopt.params import Progress, SolveParams
+from ipuopt.result import Status
+
+STATUS = {cp_model.OPTIMAL: Status.OPTIMAL, cp_model.FEASIBLE: Status.FEASIBLE,
+          cp_model.INFEASIBLE: Status.INFEASIBLE}
+# Options meant for other backends that a profile or a race may carry along.
+_NOT_CPSAT = ("milp_solver", "solver", "msg")
+
+
+def new_solver(params: SolveParams, time_limit: float | None = None, wall_clock: bool = False
+               ) -> cp_model.CpSolver:
+    """A solver set up from `params` (`time_limit` overrides theirs) that stops when the user
+    asks. Any CP-SAT parameter passes through by its own name. One worker plus a seed makes
+    the search deterministic; the time limit is then deterministic time too, so a rerun
+    stops at the same point, unless `wall_clock` holds it to real seconds."""
+    solver = cp_model.CpSolver()
+    sp = solver.parameters
+    workers = params.workers or 2
+    limit = params.time_limit if time_limit is None else time_limit
+    sp.num_workers = int(workers)
+    sp.log_search_progress = params.verbose
+    sp.catch_sigint_signal = False  # Ctrl-C is ours: it asks every solver to stop (params.Stop)
+    if params.seed is not None:
+        sp.random_seed = int(params.seed)
+    if limit is not None:
+        sp.max_time_in_seconds = float(limit)
+        if params.reproducible and not wall_clock:
+            sp.max_deterministic_time = float(limit)
+            sp.max_time_in_seconds = 10 * float(limit) + 10
+    for key, value in params.options.items():
+        if key in _NOT_CPSAT:
+            continue
+        if not hasattr(sp, key):
+            raise InputError.one("", f"params.{key}", "not a CP-SAT parameter")
+        try:
+            setattr(sp, key, value)
+        except (TypeError, ValueError) as exc:
+            raise InputError.one("", f"params.{key}", f"bad value {value!r}: {exc}") from None
+    params.stop.on_request(solver.stop_search)
+    return solver
+
+
+class ProgressCallback(cp_model.CpSolverSolutionCallback):
+    """Reports each improving solution's objective and the proven bound."""
+
+    def __init__(self, progress: Progress) -> None:
+        super().__init__()
+        self.progress = progress
+
+    def on_solution_callback(self) -> None:
+        self.progress({"incumbent": int(self.objective_value), "bound": int(self.best_objective_bound)})
+
+
+def solve(model: cp_model.CpModel, solver: cp_model.CpSolver, progress: Progress | None = None) -> Any:
+    """Solve with progress reports (solutions and bound moves); the CP-SAT status code."""
+    if progress is not None and hasattr(solver, "best_bound_callback"):
+        solver.best_bound_callback = lambda b: progress({"bound": int(b)})
+    return solver.solve(model, ProgressCallback(progress) if progress else None)

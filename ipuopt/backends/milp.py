@@ -1,0 +1,78 @@
+"""PuLP plumbing: HiGHS (through highspy) or bundled CBC, quiet output, status and dual bound."""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import os
+import sys
+from collections.abc import Iterator
+
+import pulp
+
+from ipuopt.errors import InputError
+from ipuopt.params import SolveParams
+from ipuopt.result import Status
+
+OPTIONS = ("milp_solver", "msg")
+
+
+@contextlib.contextmanager
+def quiet_stdout(active: bool) -> Iterator[None]:
+    """HiGHS prints a banner from C++ whatever its options: silence file descriptor 1."""
+    if not active:
+        yield
+        return
+    sys.stdout.flush()
+    saved = os.dup(1)
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, 1)
+        yield
+    finally:
+        os.dup2(saved, 1)
+        os.close(saved)
+        os.close(devnull)
+
+
+def milp_solver_name(params: SolveParams) -> str:
+    """`milp_solver` (highs or cbc); `solver`, its older name, is still read."""
+    options = params.options
+    name = str(options.get("milp_solver", options.get("solver", "highs")))
+    if name not in ("highs", "cbc"):
+        raise InputError.one("", "params.milp_solver", f"unknown MILP solver {name!r} (highs or cbc)")
+    return name
+
+
+def check_options(params: SolveParams, own: tuple[str, ...] = ()) -> None:
+    unknown = set(params.options) - {*OPTIONS, "solver", *own}
+    if unknown:
+        raise InputError.one("", f"params.{sorted(unknown)[0]}",
+                             f"not a MILP parameter (time_limit, workers, seed, verbose, "
+                             f"{', '.join((*OPTIONS, *own))})")
+
+
+def solve(prob: pulp.LpProblem, params: SolveParams) -> tuple[Status, float | None]:
+    """Solve `prob`; its status and the proven bound on its objective (None when unknown)."""
+    name = milp_solver_name(params)
+    msg = bool(params.options.get("msg", False)) or params.verbose
+    limit = params.time_limit
+    if name == "highs":
+        # No `threads`: HiGHS keeps one global scheduler per process, and a solve asking for
+        # another thread count than the first one fails without a solution.
+        backend = pulp.HiGHS(msg=msg, timeLimit=limit)
+    else:
+        backend = pulp.PULP_CBC_CMD(msg=msg, timeLimit=limit, threads=params.workers)
+    with quiet_stdout(not msg):
+        prob.solve(backend)
+    if prob.status == pulp.LpStatusInfeasible:
+        return Status.INFEASIBLE, None
+    if prob.sol_status == pulp.LpSolutionOptimal:
+        return Status.OPTIMAL, pulp.value(prob.objective)
+    bound = None
+    if name == "highs" and prob.solverModel is not None:
+        dual = prob.solverModel.getInfo().mip_dual_bound
+        bound = dual if math.isfinite(dual) and abs(dual) < 1e18 else None
+    if prob.sol_status == pulp.LpSolutionIntegerFeasible:
+        return Status.FEASIBLE, bound
+    return Status.UNKNOWN, bound
