@@ -32,11 +32,14 @@ from __future__ import annotations
 import sys
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 
 import numpy as np
 
 from ipuopt.arena.problem import Arena
 from ipuopt.result import Result, Status
+
+_BIG = np.int64(1) << 62
 
 
 class _Stop(Exception):
@@ -67,26 +70,37 @@ def _rank(order: str, size: np.ndarray, width: np.ndarray, total: np.ndarray,
     return rank
 
 
-def search_fit(arena: Arena, capacity: int | None = None, time_limit: float = 60.0,
-               orders: tuple[str, ...] = RANKS, stop: Callable[[], bool] | None = None,
-               seed: int = 0) -> Result:
-    """Offsets within `capacity` (default: the arena's) honouring sizes, live ranges,
-    alignment, aliases and fixed offsets. `distinct_elements_from` is not searched on:
-    callers validate and fall back to CP-SAT. `stop` returning True ends the search early.
+@dataclass
+class _Shape:
+    """What every dive of one search shares: storage items, time sections, pair indexes."""
 
-    Status `feasible` with the offsets, `infeasible` when the tree was exhausted (nothing
-    fits, for the reserved hulls the search places), `unknown` when a limit ended it;
-    `extras["nodes"]` counts the nodes."""
-    t0 = time.perf_counter()
+    ids: list[str]
+    roots: dict[str, str]
+    size: np.ndarray
+    lo: np.ndarray  # first section of each item
+    hi: np.ndarray  # one past its last section
+    align: np.ndarray
+    total: np.ndarray  # bytes live per section
+    overlaps: list[np.ndarray]  # items live at the same time as each item
+    sections: tuple  # (section, item) pairs by section and by item, for numpy reductions
+    fixed: dict[int, int]
+    cap: int
+    width: np.ndarray
+    area: np.ndarray
+    max_total: np.ndarray
 
-    def result(status: Status, offsets: dict[str, int] | None) -> Result:
-        return Result(status, offsets, runtime=time.perf_counter() - t0, solver="search",
-                      extras={"nodes": nodes})
+    @property
+    def n(self) -> int:
+        return len(self.ids)
 
-    cap = arena.capacity if capacity is None else capacity
+    @property
+    def nsec(self) -> int:
+        return len(self.total)
+
+
+def _shape(arena: Arena, cap: int) -> _Shape:
     ids, size, first, end, align, roots = _items(arena)
     n = len(ids)
-    fixed_of = {b.id: b.offset for b in arena.buffers if b.offset is not None}
     cuts = np.unique(np.concatenate([first, end]))
     lo = np.searchsorted(cuts, first)
     hi = np.searchsorted(cuts, end)
@@ -95,7 +109,6 @@ def search_fit(arena: Arena, capacity: int | None = None, time_limit: float = 60
     for i in range(n):
         total[lo[i]:hi[i]] += size[i]
     width = hi - lo
-    area = size * (end - first)
     max_total = np.array([total[lo[i]:hi[i]].max() for i in range(n)], dtype=np.int64)
     overlaps = [np.nonzero((first < end[i]) & (first[i] < end))[0] for i in range(n)]
     overlaps = [ov[ov != i] for i, ov in enumerate(overlaps)]
@@ -107,27 +120,31 @@ def search_fit(arena: Arena, capacity: int | None = None, time_limit: float = 60
     # the pairs by section (for per-section reductions), and by buffer (for per-buffer ones)
     sections = (pair_sec[by_sec], pair_buf[by_sec], starts[covered], np.nonzero(covered)[0],
                 pair_sec, np.concatenate([[0], np.cumsum(width)[:-1]]).astype(np.int64))
-    deadline = time.perf_counter() + time_limit
+    fixed = {ids.index(b.id): b.offset for b in arena.buffers if b.offset is not None and b.id in ids}
+    return _Shape(ids, roots, size, lo, hi, align, total, overlaps, sections, fixed, cap, width,
+                  size * (end - first), max_total)
 
-    def expired() -> bool:
-        return time.perf_counter() > deadline or (stop is not None and stop())
 
-    nodes = 0
-    base = max(2 * n, 64)
-    sys_limit = sys.getrecursionlimit()
-    # one frame per placement, per raised skyline and per split into parts
-    sys.setrecursionlimit(max(sys_limit, 20 * (n + nsec) + 1000))
-    fixed = {ids.index(r): off for r, off in fixed_of.items() if r in ids}
+def _plans(sh: _Shape, orders: tuple[str, ...], seed: int) -> Iterator[tuple[np.ndarray, bool, bool, int]]:
+    """(rank, prefer longest, sweep, node limit) of each dive, forever.
+
+    Search times are heavy-tailed and instances differ in which strategy suits them, so two
+    take turns with equal node budgets: rounds under a doubling node limit (each rank order
+    with and without preferring the longest fit, then as many random perturbations, all
+    sweeping in time), and short runs of random perturbations with a random value preference
+    and section rule. Placements are found by nearly backtrack-free dives (a few n nodes),
+    hence the short runs; the rounds' limits grow without bound, so a dive eventually
+    exhausts the tree when nothing fits."""
+    base = max(2 * sh.n, 64)
 
     def perturbed(rng: np.random.Generator) -> np.ndarray:
-        jitter = np.exp(rng.normal(0.0, 0.5, n))
-        return _rank("A", size, width, max_total, (area * jitter).astype(np.int64))
+        jitter = np.exp(rng.normal(0.0, 0.5, sh.n))
+        return _rank("A", sh.size, sh.width, sh.max_total, (sh.area * jitter).astype(np.int64))
 
     def rounds() -> Iterator[tuple[np.ndarray, bool, bool, int]]:
-        """Rounds under a doubling node limit: each rank order with and without preferring
-        the longest fit, then as many random perturbations, all sweeping in time."""
         rng = np.random.default_rng(seed)
-        given = [(_rank(o, size, width, max_total, area), v) for o in orders for v in (False, True)]
+        given = [(_rank(o, sh.size, sh.width, sh.max_total, sh.area), v) for o in orders
+                 for v in (False, True)]
         limit = base
         while True:
             plans = given + [(perturbed(rng), bool(k % 2)) for k in range(len(given) or 6)]
@@ -136,151 +153,222 @@ def search_fit(arena: Arena, capacity: int | None = None, time_limit: float = 60
             limit *= 2
 
     def restarts() -> Iterator[tuple[np.ndarray, bool, bool, int]]:
-        """Random perturbations with a random value preference and section rule, each a
-        short run."""
         rng = np.random.default_rng(seed + 1)
         while True:
             yield perturbed(rng), bool(rng.integers(2)), bool(rng.integers(2)), 2 * base
 
-    def turns() -> Iterator[tuple[np.ndarray, bool, bool, int]]:
-        """Search times are heavy-tailed and instances differ in which strategy suits them,
-        so the two take turns, with equal node budgets. Placements are found by nearly
-        backtrack-free dives (a few n nodes), hence the short random runs; the rounds'
-        limits grow without bound, so a run eventually exhausts the tree when nothing fits."""
-        short = restarts()
-        for run in rounds():
-            yield run
-            for _ in range(max(1, run[3] // (2 * base))):
-                yield next(short)
+    short = restarts()
+    for run in rounds():
+        yield run
+        for _ in range(max(1, run[3] // (2 * base))):
+            yield next(short)
 
+
+def search_fit(arena: Arena, capacity: int | None = None, time_limit: float = 60.0,
+               orders: tuple[str, ...] = RANKS, stop: Callable[[], bool] | None = None,
+               seed: int = 0) -> Result:
+    """Offsets within `capacity` (default: the arena's) honouring sizes, live ranges,
+    alignment, aliases and fixed offsets. `distinct_elements_from` is not searched on:
+    callers validate and fall back to CP-SAT. `stop` returning True ends the search early.
+
+    Status `feasible` with the offsets, `infeasible` when the tree was exhausted (nothing
+    fits, for the reserved hulls the search places), `unknown` when a limit ended it;
+    `extras["nodes"]` counts the nodes."""
+    t0 = time.perf_counter()
+    sh = _shape(arena, arena.capacity if capacity is None else capacity)
+    deadline = t0 + time_limit
+
+    def expired() -> bool:
+        return time.perf_counter() > deadline or (stop is not None and stop())
+
+    nodes = 0
+
+    def result(status: Status, offsets: dict[str, int] | None) -> Result:
+        return Result(status, offsets, runtime=time.perf_counter() - t0, solver="search",
+                      extras={"nodes": nodes})
+
+    sys_limit = sys.getrecursionlimit()
+    # one frame per placement, per raised skyline and per split into parts
+    sys.setrecursionlimit(max(sys_limit, 20 * (sh.n + sh.nsec) + 1000))
     try:
-        for rank, longest, sweep, limit in turns():
-            res = _run(n, size, lo, hi, align, rank, overlaps, sections, total.copy(), nsec, cap,
-                       fixed, limit, expired, longest, sweep)
-            nodes += res[1]
-            if res[0] is not None:
-                out = {ids[i]: int(res[0][i]) for i in range(n)}
+        for rank, longest, sweep, limit in _plans(sh, orders, seed):
+            dive = _Dive(sh, rank, limit, expired, longest, sweep)
+            found, exhausted = dive.run()
+            nodes += dive.nodes
+            if found is not None:
+                out = {sh.ids[i]: int(found[i]) for i in range(sh.n)}
                 for b in arena.buffers:
-                    out[b.id] = out[roots[b.id]]
+                    out[b.id] = out[sh.roots[b.id]]
                 return result(Status.FEASIBLE, out)
-            if res[2]:  # exhausted without hitting a limit: it does not fit
+            if exhausted:  # without hitting a limit: it does not fit
                 return result(Status.INFEASIBLE, None)
             if expired():
                 return result(Status.UNKNOWN, None)
     finally:
         sys.setrecursionlimit(sys_limit)
+    raise AssertionError("the plans never end")
 
 
-def _run(n: int, size: np.ndarray, lo: np.ndarray, hi: np.ndarray, align: np.ndarray,
-         rank: np.ndarray, overlaps: list[np.ndarray], sections: tuple, total: np.ndarray,
-         nsec: int, cap: int, fixed: dict[int, int], node_limit: int, expired: Callable[[], bool],
-         longest: bool = False, sweep: bool = True) -> tuple[np.ndarray | None, int, bool]:
-    """One depth-first search; returns (offsets or None, nodes, exhausted)."""
-    offset = np.full(n, -1, dtype=np.int64)
-    min_off = np.zeros(n, dtype=np.int64)
-    floor = np.zeros(nsec, dtype=np.int64)
-    unplaced = np.ones(n, dtype=bool)
-    state = {"nodes": 0}
-    pair_sec, pair_buf, seg_starts, seg_secs, buf_sec, buf_start = sections
-    big = np.int64(1) << 62
-    failed: set = set()
-    log: list[tuple] = []  # placements and raised skylines, so a failed part can be rolled back
+class _Dive:
+    """One depth-first search under a node limit, with its own skyline state.
 
-    def place(i: int, off: int) -> None:
-        top = off + size[i]
-        ov = overlaps[i]
-        old_min = min_off[ov].copy()
+    Placements and raised skylines are logged so that a failed part can be rolled back."""
+
+    def __init__(self, sh: _Shape, rank: np.ndarray, node_limit: int, expired: Callable[[], bool],
+                 longest: bool, sweep: bool) -> None:
+        self.sh, self.node_limit, self.expired = sh, node_limit, expired
+        self.longest, self.sweep = longest, sweep
+        n, nsec = sh.n, sh.nsec
+        self.total = sh.total.copy()
+        self.offset = np.full(n, -1, dtype=np.int64)
+        self.min_off = np.zeros(n, dtype=np.int64)
+        self.floor = np.zeros(nsec, dtype=np.int64)
+        self.unplaced = np.ones(n, dtype=bool)
+        self.nodes = 0
+        self.failed: set = set()
+        self.log: list[tuple] = []
+        self.raised: list[int] = []  # sections raised by a waste decision (there floors beat min_off)
+        self.cover: list[list[int]] = [[] for _ in range(nsec)]  # live items per section, by rank
+        for i in np.argsort(rank).tolist():
+            for sec in range(sh.lo[i], sh.hi[i]):
+                self.cover[sec].append(i)
+
+    def run(self) -> tuple[np.ndarray | None, bool]:
+        """(offsets or None, exhausted without hitting a limit)."""
+        for i, off in self.sh.fixed.items():  # reserved memory first
+            if off < self.min_off[i]:
+                return None, True
+            self.place(i, off)
+        try:
+            found = self.dfs(np.nonzero(self.unplaced)[0])
+        except (_Stop, RecursionError):  # a run too deep to finish counts as cut short
+            return None, False
+        return (self.offset.copy() if found else None), not found
+
+    def place(self, i: int, off: int) -> None:
+        sh = self.sh
+        top = off + sh.size[i]
+        ov = sh.overlaps[i]
+        old_min = self.min_off[ov].copy()
         bumped = np.maximum(old_min, top)
-        rem = bumped % align[ov]
-        min_off[ov] = bumped + np.where(rem > 0, align[ov] - rem, 0)
-        old_floor = floor[lo[i]:hi[i]].copy()
-        floor[lo[i]:hi[i]] = np.maximum(old_floor, top)
-        total[lo[i]:hi[i]] -= size[i]
-        offset[i] = off
-        unplaced[i] = False
-        log.append((i, ov, old_min, old_floor))
+        rem = bumped % sh.align[ov]
+        self.min_off[ov] = bumped + np.where(rem > 0, sh.align[ov] - rem, 0)
+        old_floor = self.floor[sh.lo[i]:sh.hi[i]].copy()
+        self.floor[sh.lo[i]:sh.hi[i]] = np.maximum(old_floor, top)
+        self.total[sh.lo[i]:sh.hi[i]] -= sh.size[i]
+        self.offset[i] = off
+        self.unplaced[i] = False
+        self.log.append((i, ov, old_min, old_floor))
 
-    raised: list[int] = []  # sections raised by a waste decision (there floors beat min_off)
+    def raise_floor(self, s: int, level: int) -> None:
+        self.log.append((-1, s, int(self.floor[s]), None))
+        self.floor[s] = level
+        self.raised.append(s)
 
-    def raise_floor(s: int, level: int) -> None:
-        log.append((-1, s, int(floor[s]), None))
-        floor[s] = level
-        raised.append(s)
-
-    def rollback(mark: int) -> None:
-        while len(log) > mark:
-            i, ov, old_min, old_floor = log.pop()
+    def rollback(self, mark: int) -> None:
+        sh = self.sh
+        while len(self.log) > mark:
+            i, ov, old_min, old_floor = self.log.pop()
             if i < 0:
-                floor[ov] = old_min
-                raised.pop()
+                self.floor[ov] = old_min
+                self.raised.pop()
                 continue
-            unplaced[i] = True
-            offset[i] = -1
-            total[lo[i]:hi[i]] += size[i]
-            floor[lo[i]:hi[i]] = old_floor
-            min_off[ov] = old_min
+            self.unplaced[i] = True
+            self.offset[i] = -1
+            self.total[sh.lo[i]:sh.hi[i]] += sh.size[i]
+            self.floor[sh.lo[i]:sh.hi[i]] = old_floor
+            self.min_off[ov] = old_min
 
-    for i, off in fixed.items():  # reserved memory first
-        if off < min_off[i]:
-            return None, 0, True
-        place(i, off)
-
-    def lowest(s_lo: int, s_hi: int) -> np.ndarray:
+    def lowest(self, s_lo: int, s_hi: int) -> np.ndarray:
         """Per section: the skyline, raised to the lowest minimum offset of the unplaced
         buffers live there (the space below that can no longer be used)."""
-        vals = np.where(unplaced[pair_buf], min_off[pair_buf], big)
-        low = np.full(nsec, big)
+        _, pair_buf, seg_starts, seg_secs, _, _ = self.sh.sections
+        vals = np.where(self.unplaced[pair_buf], self.min_off[pair_buf], _BIG)
+        low = np.full(self.sh.nsec, _BIG)
         if len(seg_starts):
             low[seg_secs] = np.minimum.reduceat(vals, seg_starts)
-        return np.maximum(floor[s_lo:s_hi], low[s_lo:s_hi])
+        return np.maximum(self.floor[s_lo:s_hi], low[s_lo:s_hi])
 
-    def parts(cand: np.ndarray) -> list[np.ndarray]:
+    def parts(self, cand: np.ndarray) -> list[np.ndarray]:
         """Unplaced buffers split into groups that share no time: solved independently."""
+        lo, hi = self.sh.lo, self.sh.hi
         by_start = cand[np.argsort(lo[cand], kind="stable")]
         ends = np.maximum.accumulate(hi[by_start])
         cut = np.nonzero(lo[by_start][1:] >= ends[:-1])[0] + 1
         return np.split(by_start, cut)
 
-    def dfs(members: np.ndarray) -> bool:
-        state["nodes"] += 1
-        if state["nodes"] > node_limit or (state["nodes"] & 127 == 0 and expired()):
+    def dfs(self, members: np.ndarray) -> bool:
+        self.nodes += 1
+        if self.nodes > self.node_limit or (self.nodes & 127 == 0 and self.expired()):
             raise _Stop
-        cand = members[unplaced[members]]
+        cand = members[self.unplaced[members]]
         if len(cand) == 0:
             return True
-        groups = parts(cand)
+        groups = self.parts(cand)
         if len(groups) > 1:
-            mark = len(log)
+            mark = len(self.log)
             for g in groups:
-                if not dfs(g):
-                    rollback(mark)
+                if not self.dfs(g):
+                    self.rollback(mark)
                     return False
             return True
-        key = (unplaced.tobytes(), floor.tobytes(), min_off.tobytes())
-        if key in failed:
+        key = (self.unplaced.tobytes(), self.floor.tobytes(), self.min_off.tobytes())
+        if key in self.failed:
             return False
+        choice = self.branch_point(cand)
+        if choice is not None:
+            s, level, can_waste, options = choice
+            shapes = set()
+            sh = self.sh
+            for i, off in options:  # stable sort: rank order within each class
+                shape = (sh.lo[i], sh.hi[i], sh.size[i], sh.align[i])
+                if shape in shapes:
+                    continue  # equal buffers are interchangeable
+                shapes.add(shape)
+                if off + sh.size[i] > sh.cap:
+                    continue
+                mark = len(self.log)
+                self.place(i, off)
+                if self.dfs(cand):
+                    return True
+                self.rollback(mark)
+            if can_waste:
+                mark = len(self.log)
+                self.raise_floor(s, level)
+                if self.dfs(cand):
+                    return True
+                self.rollback(mark)
+        self.failed.add(key)
+        return False
+
+    def branch_point(self, cand: np.ndarray) -> tuple[int, int, bool, list[tuple[int, int]]] | None:
+        """(section, waste level, may waste, placements to try in order), or None when a
+        section bound shows that `cand` cannot fit.
+
+        Every later buffer goes at or above f, the lowest skyline. Of the sections at f,
+        branch on the one with the fewest ways to fill its lowest free byte: a buffer live
+        there that fits exactly at f, or leaving that byte empty."""
+        sh = self.sh
+        lo, hi, size, align, cap = sh.lo, sh.hi, sh.size, sh.align, sh.cap
+        pair_sec, pair_buf, _, _, buf_sec, buf_start = sh.sections
         s_lo, s_hi = int(lo[cand].min()), int(hi[cand].max())
-        eff = lowest(s_lo, s_hi)
-        t = total[s_lo:s_hi]
+        eff = self.lowest(s_lo, s_hi)
+        t = self.total[s_lo:s_hi]
         busy = t > 0
         # Section bound: what is still to be placed in a section stacks above its skyline.
         if (eff[busy] + t[busy] > cap).any():
-            failed.add(key)
-            return False
+            return None
         f = int(eff[busy].min())
         smallest = int(size[cand].min())
-        # Every later buffer goes at or above f, the lowest skyline. Of the sections at f,
-        # branch on the one with the fewest ways to fill its lowest free byte: a buffer
-        # live there that fits exactly at f, or leaving that byte empty.
         # The lowest spot each buffer can take: above every placed buffer and raised skyline
         # (only raised sections can lie above min_off).
-        pos = np.maximum(min_off, f)
-        if raised:
-            pos = np.maximum(pos, np.maximum.reduceat(floor[buf_sec], buf_start))
+        pos = np.maximum(self.min_off, f)
+        if self.raised:
+            pos = np.maximum(pos, np.maximum.reduceat(self.floor[buf_sec], buf_start))
         pos += -pos % align
-        at_f = np.zeros(nsec, dtype=bool)
+        at_f = np.zeros(sh.nsec, dtype=bool)
         at_f[s_lo:s_hi] = busy & (eff == f)
-        live = at_f[pair_sec] & unplaced[pair_buf]  # (section at f, unplaced buffer) pairs
+        live = at_f[pair_sec] & self.unplaced[pair_buf]  # (section at f, unplaced buffer) pairs
         ps, pp = pair_sec[live], pos[pair_buf[live]]
         fits = pp - f < align[pair_buf[live]]
         heads = np.flatnonzero(np.r_[True, ps[1:] != ps[:-1]])
@@ -292,19 +380,18 @@ def _run(n: int, size: np.ndarray, lo: np.ndarray, hi: np.ndarray, align: np.nda
         # unplaced tops count.)
         levels = np.minimum.reduceat(np.where(fits, cap, pp), heads)
         levels = np.where(n_fit > 0, np.minimum(levels, f + smallest), levels)
-        wastes = levels + total[ps[heads]] <= cap
+        wastes = levels + self.total[ps[heads]] <= cap
         ways = n_fit + wastes
-        if sweep:  # the first section in time with at most one way, else the fewest early on
+        if self.sweep:  # the first section in time with at most one way, else the fewest early on
             ways = ways[:64]
             low = np.flatnonzero(ways <= 1)
             k = int(low[0]) if len(low) else int(np.argmin(ways))
         else:  # the fewest ways anywhere
             k = int(np.argmin(ways))
         if ways[k] == 0:
-            failed.add(key)
-            return False
+            return None
         s, level, can_waste = int(ps[heads[k]]), int(levels[k]), bool(wastes[k])
-        options = [(i, int(pos[i])) for i in cover[s] if unplaced[i] and pos[i] - f < align[i]]
+        options = [(i, int(pos[i])) for i in self.cover[s] if self.unplaced[i] and pos[i] - f < align[i]]
         # Value order: a buffer that exactly spans the run of sections at f around s first,
         # then one that starts where the run starts, then one that ends where it ends, then
         # the longest, then by rank.
@@ -313,37 +400,9 @@ def _run(n: int, size: np.ndarray, lo: np.ndarray, hi: np.ndarray, align: np.nda
             run_lo -= 1
         while run_hi < s_hi and at_f[run_hi]:
             run_hi += 1
+        longest = self.longest
         options.sort(key=lambda o: (not (lo[o[0]] == run_lo and hi[o[0]] == run_hi),
                                     lo[o[0]] != run_lo, hi[o[0]] != run_hi,
                                     -(hi[o[0]] - lo[o[0]]) if longest else 0))
-        shapes = set()
-        for i, off in options:  # stable sort: rank order within each class
-            shape = (lo[i], hi[i], size[i], align[i])
-            if shape in shapes:
-                continue  # equal buffers are interchangeable
-            shapes.add(shape)
-            if off + size[i] > cap:
-                continue
-            mark = len(log)
-            place(i, off)
-            if dfs(cand):
-                return True
-            rollback(mark)
-        if can_waste:
-            mark = len(log)
-            raise_floor(s, level)
-            if dfs(cand):
-                return True
-            rollback(mark)
-        failed.add(key)
-        return False
+        return s, level, can_waste, options
 
-    cover: list[list[int]] = [[] for _ in range(nsec)]
-    for i in np.argsort(rank).tolist():
-        for sec in range(lo[i], hi[i]):
-            cover[sec].append(i)
-    try:
-        found = dfs(np.nonzero(unplaced)[0])
-    except (_Stop, RecursionError):  # a run too deep to finish counts as cut short
-        return None, state["nodes"], False
-    return (offset.copy() if found else None), state["nodes"], not found
