@@ -125,6 +125,11 @@ class Spec:
         ex = self.exchange
         return ex.latency_base + math.floor(ex.latency_per_tile * abs(src - dst))
 
+    def aligned(self, nbytes: int) -> int:
+        """`nbytes` rounded up to the paired alignment, so a buffer can take part in paired sends."""
+        a = self.exchange.paired_alignment
+        return -(-nbytes // a) * a
+
     @property
     def memory_end(self) -> int:
         return self.memory_base + self.memory_size

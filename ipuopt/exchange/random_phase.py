@@ -13,7 +13,7 @@ def random_phase(spec: Spec, n: int, seed: int = 0, tiles: int | None = None,
                  p_dep: float = 0.1, p_never: float = 0.1, name: str = "") -> Phase:
     """`n` transfers among the first `tiles` tiles (all of them by default).
 
-    Addresses are 8-byte aligned three times in four, so paired and unpaired
+    Addresses meet the paired alignment three times in four, so paired and unpaired
     transfers mix; dependencies point only backwards, so there is no cycle.
     """
     rng = random.Random(seed)
@@ -30,9 +30,9 @@ def random_phase(spec: Spec, n: int, seed: int = 0, tiles: int | None = None,
         for _ in range(2):
             if rng.random() < p_addr:
                 span = spec.memory_size - words * nbytes
-                a = spec.memory_base + rng.randrange(max(1, span // 4)) * 4
+                a = spec.memory_base + rng.randrange(max(1, span // nbytes)) * nbytes  # word aligned
                 if rng.random() < 0.75:
-                    a -= a % 8
+                    a -= a % spec.exchange.paired_alignment
                 addrs.append(a)
             else:
                 addrs.append(None)

@@ -54,7 +54,8 @@ def arena_document(gen: Generation, region_name: str | None = None) -> dict:
                 for b, rb in got.get(tile, {}).items():
                     if a != b:
                         weights[tuple(sorted((a, b)))] += sa * rb  # type: ignore[index]
-    buffers = [{"id": e["id"], "size": e["size"], "live": [e["first"], e["end"]], "align": 8}
+    align = gen.spec.exchange.paired_alignment
+    buffers = [{"id": e["id"], "size": e["size"], "live": [e["first"], e["end"]], "align": align}
                for e in gen.buffers if e["region"] == region.name]
     conflicts = [{"a": a, "b": b, "weight": math.ceil(w / WEIGHT_SCALE)}
                  for (a, b), w in sorted(weights.items()) if w]

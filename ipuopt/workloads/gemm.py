@@ -19,7 +19,6 @@ from ipuopt.spec import Spec
 from ipuopt.workloads.workload import Operator, Workload
 
 PARTIAL_BYTES = 4  # partial sums are accumulated in f32
-ALIGN = 8
 
 
 @dataclass(frozen=True)
@@ -76,10 +75,6 @@ def activation_region(spec: Spec) -> str:
     return max(spec.regions, key=lambda r: r.size).name
 
 
-def _up(x: int) -> int:
-    return -(-x // ALIGN) * ALIGN
-
-
 def price(wl: Workload, op: Operator, layout: GemmLayout, spec: Spec) -> Candidate | None:
     """Compute estimate (slowest tile) and per-tile memory; None when the grid is impossible."""
     batch, m, k, n = wl.gemm_dims(op)
@@ -100,14 +95,14 @@ def price(wl: Workload, op: Operator, layout: GemmLayout, spec: Spec) -> Candida
     cycles = math.ceil(bb * mb * nb * kb / rate)
     act = activation_region(spec)
     mem = {x.name: 0 for x in spec.regions}
-    mem[act] += _up(bb * mb * kb * e)
-    mem[layout.weight_region] += _up(bb * kb * nb * e)
+    mem[act] += spec.aligned(bb * mb * kb * e)
+    mem[layout.weight_region] += spec.aligned(bb * kb * nb * e)
     if p > 1:
         cycles += math.ceil((p - 1) * piece * PARTIAL_BYTES / ew)
-        mem[act] += _up(bb * mb * nb * PARTIAL_BYTES) + (p - 1) * _up(piece * PARTIAL_BYTES)
-        mem[act] += _up(piece * e)
+        mem[act] += spec.aligned(bb * mb * nb * PARTIAL_BYTES) + (p - 1) * spec.aligned(piece * PARTIAL_BYTES)
+        mem[act] += spec.aligned(piece * e)
     else:
-        mem[act] += _up(bb * mb * nb * e)
+        mem[act] += spec.aligned(bb * mb * nb * e)
     for region in spec.regions:
         if mem[region.name] > region.size:
             return None

@@ -30,7 +30,6 @@ from ipuopt.exchange.timing import phase_timings
 from ipuopt.spec import Spec
 from ipuopt.workloads.boxes import Box, View, linear_index, split, volume
 from ipuopt.workloads.gemm import (
-    ALIGN,
     PARTIAL_BYTES,
     Candidate,
     GemmLayout,
@@ -88,12 +87,14 @@ class SpmdAllocator:
     """First-fit SPMD allocation per region: one offset serves every tile."""
 
     def __init__(self, spec: Spec) -> None:
+        self.spec = spec
         self.regions = {r.name: r for r in spec.regions}
         self.live: dict[str, list[tuple[int, int, str]]] = {r: [] for r in self.regions}
         self.log: list[dict] = []
 
     def alloc(self, region: str, size: int, tag: str, step: int) -> int:
-        size = -(-max(size, 1) // ALIGN) * ALIGN + ALIGN  # slack for word rounding
+        # rounded up, plus one alignment unit of slack for word rounding
+        size = self.spec.aligned(max(size, 1)) + self.spec.exchange.paired_alignment
         reg = self.regions[region]
         at = 0
         for off, sz, _ in sorted(self.live[region]):
@@ -286,7 +287,7 @@ def _gemm(gen: Generation, op: Operator, cand: Candidate, held: dict[str, list[P
                         off += volume(sb) * e
     else:
         pa, pb = math.ceil(mb / lay.sub_a), math.ceil(nb / lay.sub_b)
-        slot = -(-bb * pa * pb * PARTIAL_BYTES // ALIGN) * ALIGN
+        slot = spec.aligned(bb * pa * pb * PARTIAL_BYTES)
         recv_addr = alloc.alloc(act, (lay.parts - 1) * slot, f"{tag}.recv", step)
         out_addr = alloc.alloc(act, bb * pa * pb * e, op.out.tensor, step)
         red = _Router(wl, spec, f"{op.name}-reduction")
