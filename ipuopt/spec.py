@@ -11,6 +11,7 @@ from typing import Any
 from ipuopt.data_files import data_dir
 from ipuopt.errors import InputError, Problem, unknown_keys
 from ipuopt.io import read_document
+from ipuopt.limits import MAX_BYTES, MAX_TILES, too_big
 
 # Schema: key -> (type, required). Nested dicts are sub-schemas. "pos" = positive int,
 # "nonneg" = int >= 0, "posnum" = positive number, "nonnegnum" = number >= 0.
@@ -205,6 +206,8 @@ def _check_value(kind: str, value: Any) -> str | None:
     is_int = isinstance(value, int) and not isinstance(value, bool)
     if kind == "str":
         return None if isinstance(value, str) else "must be a string"
+    if is_num and kind != "str" and value == value and (big := too_big(value, MAX_BYTES)):
+        return big
     if kind == "pos":
         return None if is_int and value > 0 else "must be a positive integer"
     if kind == "nonneg":
@@ -299,6 +302,8 @@ def spec_from_dict(doc: dict, file: str = "") -> Spec:
     if ex["paired_words_per_cycle"] < ex["ordinary_words_per_cycle"]:
         problems.append(Problem(file, "exchange.paired_words_per_cycle",
                                 "must be at least ordinary_words_per_cycle"))
+    if reason := too_big(doc["tiles"], MAX_TILES):
+        raise InputError([*problems, Problem(file, "tiles", reason)])
     pairs = _pairs(doc.get("pairs"), doc["tiles"], file, problems)
     if problems:
         raise InputError(problems)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import io
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -10,6 +11,7 @@ from typing import Any
 from ipuopt.data_files import bundled_names, resolve
 from ipuopt.errors import InputError, Problem, unknown_keys
 from ipuopt.io import parse_int, read_document
+from ipuopt.limits import MAX_BYTES, MAX_STEPS, too_big
 from ipuopt.spec import Spec, load_spec
 
 OBJECTIVES = ("fit", "peak", "conflicts")
@@ -109,6 +111,9 @@ def arena_from_dict(doc: Any, file: str = "", relative_to: Path | None = None) -
         problems.append(Problem(file, "capacity", f"must be in 1..{region.size} (region size)"))
         capacity = region.size
     buffers: list[Buffer] = []
+    for key in ("buffers", "conflicts"):
+        if not isinstance(doc.get(key) or [], list):
+            raise InputError([*problems, Problem(file, key, "must be a list")])
     for i, raw in enumerate(doc.get("buffers") or []):
         b = _buffer(raw, i, file, problems)
         if b:
@@ -141,11 +146,13 @@ def _buffer(raw: Any, i: int, file: str, problems: list[Problem]) -> Buffer | No
         problems.append(Problem(file, f"{w}.size", f"must be an integer > 0, got {raw.get('size')!r}"))
     live = raw.get("live")
     if not (isinstance(live, list) and len(live) == 2 and all(parse_int(x) is not None for x in live)
-            and parse_int(live[0]) < parse_int(live[1])):  # type: ignore[operator]
-        problems.append(Problem(file, f"{w}.live", f"must be [first, end) with first < end, got {live!r}"))
+            and 0 <= parse_int(live[0]) < parse_int(live[1])):  # type: ignore[operator]
+        problems.append(Problem(file, f"{w}.live", f"must be [first, end), 0 <= first < end, got {live!r}"))
+    elif reason := too_big(parse_int(live[1]), MAX_STEPS):  # type: ignore[arg-type]
+        problems.append(Problem(file, f"{w}.live", reason))
     align = parse_int(raw.get("align", 1))
-    if align is None or align <= 0:
-        problems.append(Problem(file, f"{w}.align", "must be an integer > 0"))
+    if align is None or not 0 < align <= MAX_BYTES:
+        problems.append(Problem(file, f"{w}.align", f"must be an integer in 1..{MAX_BYTES}"))
     offset = raw.get("offset")
     if offset is not None and (parse_int(offset) is None or parse_int(offset) < 0):  # type: ignore[operator]
         problems.append(Problem(file, f"{w}.offset", "must be an integer >= 0"))
@@ -216,11 +223,15 @@ def load_csv(path: str | Path, capacity: int, element_bytes: int | None = None) 
     p = Path(path)
     if not p.is_file():
         raise InputError.one(str(p), "", "file not found")
-    if capacity <= 0:
-        raise InputError.one(str(p), "--capacity", "must be > 0")
+    if capacity <= 0 or capacity > MAX_BYTES:
+        raise InputError.one(str(p), "--capacity", f"must be in 1..{MAX_BYTES}")
     problems: list[Problem] = []
     buffers = []
-    with p.open(newline="") as handle:
+    try:
+        text = p.read_text()
+    except UnicodeDecodeError:
+        raise InputError.one(str(p), "", "not UTF-8 text (a binary file?)") from None
+    with io.StringIO(text, newline="") as handle:
         reader = csv.DictReader(handle)
         header = [_CSV_ALIASES.get(h.strip(), h.strip()) for h in reader.fieldnames or []]
         missing = {"id", "lower", "upper", "size"} - set(header)
@@ -230,9 +241,9 @@ def load_csv(path: str | Path, capacity: int, element_bytes: int | None = None) 
         for n, row in enumerate(reader, start=2):
             vals = {k: parse_int(row.get(k)) for k in ("lower", "upper", "size")}
             bad = [k for k, v in vals.items() if v is None]
-            if bad or vals["size"] <= 0 or vals["lower"] >= vals["upper"]:  # type: ignore[operator]
+            if bad or vals["size"] <= 0 or not 0 <= vals["lower"] < vals["upper"] <= MAX_STEPS:  # type: ignore[operator]
                 problems.append(Problem(str(p), f"line {n} (buffer {row.get('id')})",
-                                        "needs integer lower < upper and size > 0"))
+                                        f"needs integers 0 <= lower < upper <= {MAX_STEPS} and size > 0"))
                 continue
             buffers.append(Buffer(str(row["id"]), vals["size"], vals["lower"], vals["upper"]))  # type: ignore[arg-type]
     arena = Arena(buffers, capacity, element_bytes or capacity, [], "", "", p.stem, str(p))

@@ -173,6 +173,10 @@ def check_phase(phase: Phase, spec: Spec) -> list[Problem]:
         if len(t.dst) > spec.exchange.max_fanout:
             problems.append(Problem(file, f"{w}.dst", f"fanout {len(t.dst)} above max_fanout "
                                                       f"{spec.exchange.max_fanout} of {spec.name}"))
+        if t.words * nbytes > spec.memory_size:
+            problems.append(Problem(file, f"{w}.words", f"{t.words} words ({t.words * nbytes} bytes) do not "
+                                                        f"fit in a tile's memory ({spec.memory_size} bytes)"))
+            continue
         for key, addr in (("src_addr", t.src_addr), ("dst_addr", t.dst_addr)):
             if addr is None:
                 continue
