@@ -138,10 +138,33 @@ def _solver_log(verbose: bool) -> Iterator[None]:
         os.close(saved)
 
 
-def _interrupted(what: str, status: str, out: Path | None) -> None:
-    """After Ctrl-C: say that the answer is the best so far, and where it went."""
+def _interrupted(what: str | None, status: str, out: Path | None) -> None:
+    """After Ctrl-C: say that the answer is the best so far and where it went, then exit 130
+    at once: a solver that did not stop in time (HiGHS) may still be running in C++, and
+    the interpreter's shutdown would abort on it. Every output is already written whole."""
     where = f", written to {out}" if out else ""
-    _err(f"interrupted: {what} is the best found so far (status {status}){where}")
+    if what is None:
+        _err(f"interrupted: nothing found before the interrupt (status {status}); no file written")
+    else:
+        _err(f"interrupted: {what} is the best found so far (status {status}){where}")
+    _exit_now(130)
+
+
+_STDOUT: list[int] = []  # a copy of file descriptor 1 made at start (main)
+
+
+def _reclaim_stdout() -> None:
+    """A solver still running after Ctrl-C (HiGHS) may hold fd 1 silenced: take it back, so
+    the answer printed now reaches the user."""
+    if _STDOUT:
+        sys.stdout.flush()
+        os.dup2(_STDOUT[0], 1)
+
+
+def _exit_now(code: int) -> None:
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
 
 
 def _check_out(out: Path | None, *inputs: Path | None, option: str = "--out") -> None:
@@ -233,6 +256,8 @@ def solve_cmd(
         res = solve(ph, sp, backend, params, progress)
     if out:
         write_json(out, res.schedule.to_dict([t.id for t in ph.transfers]), protect=(phase,))
+    if res.interrupted:
+        _reclaim_stdout()
     if not quiet:
         if json_out:
             print(json.dumps(res.summary(), indent=1))
@@ -240,7 +265,6 @@ def solve_cmd(
             _print_result(res, sp.clock_hz, sp.exchange.sync_cycles)
     if res.interrupted:
         _interrupted("the schedule", res.schedule.status, out)
-        raise typer.Exit(130)
 
 
 @app.command("bounds")
@@ -498,6 +522,8 @@ def place_cmd(
             write_atomic(out, buf.getvalue(), protect=(source,))  # type: ignore[arg-type]
         else:
             write_json(out, res.to_dict(), protect=(source,))  # type: ignore[arg-type]
+    if res.info.get("interrupted"):
+        _reclaim_stdout()
     if json_out:
         doc = res.to_dict()
         if len(doc["offsets"]) > 50 and out is not None:
@@ -517,8 +543,7 @@ def place_cmd(
         if res.reason:
             print(f"reason     {res.reason}")
     if res.info.get("interrupted"):
-        _interrupted("the placement", res.status, out if res.offsets is not None else None)
-        raise typer.Exit(130)
+        _interrupted("the placement" if res.offsets is not None else None, res.status, out)
     if res.offsets is None:
         raise typer.Exit(1)
 
@@ -571,6 +596,7 @@ def import_openshop(
 def main() -> None:
     """Bad input exits 2 with one line per problem; nothing a user does prints a traceback
     (IPUOPT_DEBUG=1 shows one for an internal error)."""
+    _STDOUT.append(os.dup(1))
     try:
         app()
     except InputError as exc:
@@ -582,7 +608,7 @@ def main() -> None:
         sys.exit(2)
     except KeyboardInterrupt:
         _err("interrupted")
-        sys.exit(130)
+        _exit_now(130)  # a solver thread may still run in C++: no interpreter shutdown
     except Exception as exc:
         if os.environ.get("IPUOPT_DEBUG"):
             raise

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -97,24 +98,27 @@ def run_interruptible(work: Callable[[], Any], stop: Stop, grace: float = 3.0) -
     if threading.current_thread() is not threading.main_thread():
         return work(), False  # signals reach only the main thread: nothing to catch here
     box: dict[str, Any] = {}
+    done = threading.Event()
 
     def run() -> None:
         try:
             box["value"] = work()
         except BaseException as exc:  # handed to the caller below
             box["error"] = exc
+        finally:
+            done.set()
 
-    thread = threading.Thread(target=run, daemon=True)
-    thread.start()
+    threading.Thread(target=run, daemon=True).start()
     interrupted = False
-    while thread.is_alive():
-        try:
-            thread.join(0.1)
-        except KeyboardInterrupt:
-            interrupted = True
-            stop.request()
-            thread.join(grace)
-            break
+    try:
+        # Polled with sleep, not Thread.join: a join cut short by KeyboardInterrupt leaves the
+        # thread looking finished on CPython 3.11 (a known bug), and the answer would be lost.
+        while not done.is_set():
+            time.sleep(0.05)
+    except KeyboardInterrupt:
+        interrupted = True
+        stop.request()
+        done.wait(grace)
     if "error" in box:
         raise box["error"]
     return box.get("value"), interrupted
