@@ -24,7 +24,7 @@ from ipuopt.exchange.phase import load_phase
 from ipuopt.exchange.schedule import load_schedule
 from ipuopt.exchange.solve import BACKENDS, ExchangeResult, solve
 from ipuopt.exchange.validate import validate
-from ipuopt.io import write_atomic, write_json
+from ipuopt.io import parse_int, read_document, write_atomic, write_json
 from ipuopt.params import SolveParams
 from ipuopt.profiles import load_profile
 from ipuopt.spec import diff_specs, load_spec, spec_names
@@ -301,6 +301,62 @@ def validate_cmd(phase: Annotated[Path, typer.Argument(help="Phase file or bundl
             print(v)
         print(f"{len(report.violations)} violations; recomputed horizon {report.horizon}")
     if not report.ok:
+        raise typer.Exit(1)
+
+
+def _load_arrivals(path: Path | None, tiles: int) -> dict[int, int]:
+    """--arrivals: JSON mapping tile id (as a string) to the cycle it reaches the barrier."""
+    if path is None:
+        return {}
+    doc = read_document(path)
+    if not isinstance(doc, dict):
+        raise InputError.one(str(path), "", "must map tile ids (strings) to arrival cycles")
+    out = {}
+    for key, value in doc.items():
+        tile = parse_int(key)
+        if tile is None or not 0 <= tile < tiles:
+            raise InputError.one(str(path), str(key), f"not a tile id (0..{tiles - 1})")
+        if parse_int(value) is None or parse_int(value) < 0:  # type: ignore[operator]
+            raise InputError.one(str(path), str(key), f"arrival must be an integer cycle >= 0, got {value!r}")
+        out[tile] = parse_int(value)
+    return out  # type: ignore[return-value]
+
+
+@app.command("simulate")
+def simulate_cmd(
+    phase: Annotated[Path, typer.Argument(help="Phase file or bundled example name.")],
+    schedule: Annotated[Path, typer.Argument(help="Schedule JSON.")],
+    spec: SpecOpt = None,
+    arrivals: Annotated[Path | None, typer.Option(help="JSON: tile id -> cycle it reaches the barrier "
+                                                       "(others at 0).")] = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Replay a schedule event by event: barrier metrics, lane use, critical chain; exit 1 at
+    the first rule it breaks."""
+    from ipuopt.exchange.simulate import simulate
+
+    ph, sp = load_phase(phase, spec)
+    sim = simulate(ph, sp, load_schedule(schedule), _load_arrivals(arrivals, sp.tiles))
+    doc = sim.to_dict()
+    if json_out:
+        print(json.dumps(doc, indent=1))
+    elif sim.breach is not None:
+        print(f"breach     {sim.breach}")
+    else:
+        print(f"horizon    {doc['horizon']} cycles from the exchange start")
+        print(f"barrier    first arrival {doc['first_arrival']}  last {doc['last_arrival']} (tile "
+              f"{doc['last_tile']})  spread {doc['spread']}  + sync {doc['sync']}")
+        print(f"exchange   starts {doc['exchange_start']}  ends {doc['end']}  "
+              f"({doc['after_last_arrival']} after the last arrival)")
+        lanes = sorted(doc["lanes"].items(), key=lambda kv: -kv[1]["busy"])[:5]
+        print("busiest    " + "  ".join(f"{k} {100 * v['busy']:.0f}%" for k, v in lanes))
+        print("critical chain (last-ending transfer first):")
+        for step in doc["critical_chain"]:
+            held = step["held_by"] + (f" of tile {step['tile']}" if "tile" in step else "")
+            after = f" after {step['after']}" if "after" in step else ""
+            print(f"  {step['transfer']:<12} {step['src']:>5} -> {','.join(map(str, step['dst']))[:24]:<24} "
+                  f"[{step['start']}, {step['end']})  {step['width']:<8} held by {held}{after}")
+    if not sim.ok:
         raise typer.Exit(1)
 
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import copy
+import importlib.util
+from pathlib import Path
 
 from conftest import HAND_SPEC
 from hypothesis import HealthCheck, given, settings
@@ -76,3 +78,14 @@ def test_cpsat_and_milp_agree_and_bounds_hold(spec: Spec, n: int, seed: int) -> 
     assert cp.schedule.horizon == mi.schedule.horizon
     assert best_bound(cp.bounds).value <= cp.schedule.horizon
     assert cp.schedule.horizon <= cp.schedule.extra["greedy_horizon"]
+
+
+def test_property_run_share() -> None:
+    """A bounded share of benchmarks/properties.py (which runs 10,000 phases): every spec,
+    every solver, validated schedules, CP-SAT never worse than its hint, zero limit = fallback."""
+    path = Path(__file__).resolve().parent.parent / "benchmarks" / "properties.py"
+    spec = importlib.util.spec_from_file_location("properties_benchmark", path)
+    module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+    spec.loader.exec_module(module)  # type: ignore[union-attr]
+    solves, failures = module.run_share(48, seed=7, time_limit=0.2)
+    assert failures == [] and solves >= 96

@@ -1,0 +1,318 @@
+"""Event-driven replay of a schedule on the chip: lanes, memory, arrivals, barrier metrics.
+
+A third reading of the model, apart from the schedulers (which share `timing.py`) and the
+validator (which sweeps interval lists): every occupancy is derived here from the spec's
+fields, turned into begin and end events, and replayed in time order against the state of
+each lane and memory element. The first rule broken stops the replay. A replay that runs
+through yields the horizon, the barrier metrics of the phase given the tiles' arrival at
+the barrier, lane utilisation, and the critical chain of the transfer that ends last.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from collections import defaultdict
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any
+
+from ipuopt.exchange.phase import Phase, Transfer
+from ipuopt.exchange.schedule import Schedule
+from ipuopt.spec import Spec
+
+BINS = 10  # utilisation is reported over the whole phase and over tenths of it
+
+
+@dataclass(frozen=True)
+class Breach:
+    """The first rule the schedule breaks: which, between which transfers, where, when."""
+
+    rule: str
+    transfers: tuple[str, ...]
+    tile: int | None
+    cycles: tuple[int, int] | None
+    detail: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"rule": self.rule, "transfers": list(self.transfers), "tile": self.tile,
+                "cycles": list(self.cycles) if self.cycles else None, "detail": self.detail}
+
+    def __str__(self) -> str:
+        where = f" on tile {self.tile}" if self.tile is not None else ""
+        when = f" at cycles {self.cycles[0]}..{self.cycles[1]}" if self.cycles else ""
+        detail = f" ({self.detail})" if self.detail else ""
+        return f"{self.rule}: {', '.join(self.transfers)}{where}{when}{detail}"
+
+
+@dataclass
+class Simulation:
+    """What the replay saw. Times are relative to the exchange start unless named otherwise."""
+
+    ok: bool
+    breach: Breach | None
+    horizon: int
+    finish: dict[str, int]  # transfer -> completion at its last destination
+    arrivals: dict[int, int] = field(default_factory=dict)  # tile -> barrier arrival (absolute)
+    sync: int = 0
+    lanes: dict[str, dict[str, Any]] = field(default_factory=dict)
+    chain: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def first_arrival(self) -> int:
+        return min(self.arrivals.values(), default=0)
+
+    @property
+    def last_arrival(self) -> int:
+        return max(self.arrivals.values(), default=0)
+
+    @property
+    def last_tile(self) -> int | None:
+        return max(self.arrivals, key=lambda t: (self.arrivals[t], -t)) if self.arrivals else None
+
+    @property
+    def exchange_start(self) -> int:
+        return self.last_arrival + self.sync
+
+    def to_dict(self) -> dict[str, Any]:
+        end = self.exchange_start + self.horizon
+        return {"ok": self.ok, "breach": self.breach.to_dict() if self.breach else None,
+                "horizon": self.horizon, "first_arrival": self.first_arrival,
+                "last_arrival": self.last_arrival, "last_tile": self.last_tile,
+                "spread": self.last_arrival - self.first_arrival, "sync": self.sync,
+                "exchange_start": self.exchange_start, "end": end,
+                "after_last_arrival": end - self.last_arrival, "critical_chain": self.chain,
+                "lanes": self.lanes}
+
+
+@dataclass(frozen=True)
+class _Use:
+    """One transfer's use of one resource over [begin, end)."""
+
+    transfer: str
+    resource: tuple  # ("tx", tile) | ("rx", tile) | ("rd", tile, element) | ("wr", tile, element)
+    begin: int
+    end: int
+    fmt: str = ""  # receive format, for rx uses
+
+
+def _payload(words: int, rate: float) -> int:
+    return math.ceil(Fraction(words) / Fraction(rate).limit_denominator(1 << 20))
+
+
+def _latency(spec: Spec, src: int, dst: int) -> int:
+    ex = spec.exchange
+    return ex.latency_base + math.floor(ex.latency_per_tile * abs(src - dst))
+
+
+def _elements(spec: Spec, addr: int | None, nbytes: int) -> list[tuple[str, int]]:
+    """(region, element index) of every element that [addr, addr + nbytes) touches."""
+    if addr is None:
+        return []
+    out = []
+    for r in spec.regions:
+        lo, hi = max(addr, r.start), min(addr + nbytes, r.start + r.size)
+        if lo < hi:
+            out += [(r.name, e) for e in range((lo - r.start) // r.element_bytes,
+                                               (hi - 1 - r.start) // r.element_bytes + 1)]
+    return out
+
+
+def _uses(t: Transfer, start: int, paired: bool, spec: Spec) -> tuple[list[_Use], int]:
+    """Every resource use of `t` started at `start`, and its completion."""
+    ex = spec.exchange
+    d = _payload(t.words, ex.paired_words_per_cycle if paired else ex.ordinary_words_per_cycle)
+    sent = start + ex.tx_overhead
+    uses = [_Use(t.id, ("tx", t.src), start, sent + d)]
+    if paired:
+        uses.append(_Use(t.id, ("tx", spec.partner(t.src)), start, sent + d))
+    nbytes = t.words * ex.word_bytes
+    uses += [_Use(t.id, ("rd", t.src, el), sent, sent + d) for el in _elements(spec, t.src_addr, nbytes)]
+    finish = 0
+    fmt = "paired" if paired else "ordinary"
+    for x in t.dst:
+        arrive = sent + _latency(spec, t.src, x)
+        uses.append(_Use(t.id, ("rx", x), arrive - ex.rx_lead, arrive + d, fmt))
+        uses += [_Use(t.id, ("wr", x, el), arrive, arrive + d + ex.write_hazard)
+                 for el in _elements(spec, t.dst_addr, nbytes)]
+        finish = max(finish, arrive + d)
+    return uses, finish
+
+
+def _width_breach(t: Transfer, paired: bool, spec: Spec) -> Breach | None:
+    if not paired:
+        return Breach("width", (t.id,), t.src, None, "paired: required") if t.paired == "required" else None
+    a = spec.exchange.paired_alignment
+    why = ("paired: never" if t.paired == "never" else
+           "source tile has no pair partner" if spec.partner(t.src) is None else
+           "address not aligned" if any(x is not None and x % a for x in (t.src_addr, t.dst_addr)) else "")
+    return Breach("width", (t.id,), t.src, None, f"paired not allowed: {why}") if why else None
+
+
+def simulate(phase: Phase, spec: Spec, schedule: Schedule,
+             arrivals: dict[int, int] | None = None) -> Simulation:
+    """Replay `schedule`; stop at the first broken rule. `arrivals` maps tile -> cycle at
+    which it reaches the barrier (tiles not named arrive at 0); the exchange starts
+    `sync_cycles` after the last arrival."""
+    ex = spec.exchange
+    arrived = {t: 0 for t in range(spec.tiles)} | {int(k): int(v) for k, v in (arrivals or {}).items()}
+    sim = Simulation(True, None, 0, {}, arrived, ex.sync_cycles)
+    by_id = {t.id: t for t in phase.transfers}
+    for tid in schedule.starts:
+        if tid not in by_id:
+            return _stop(sim, Breach("unknown-transfer", (tid,), None, None, "not in the phase"))
+    uses: list[_Use] = []
+    for t in phase.transfers:
+        if t.id not in schedule.starts:
+            return _stop(sim, Breach("missing-transfer", (t.id,), None, None, "no start given"))
+        start, paired = schedule.starts[t.id], schedule.widths.get(t.id) == "paired"
+        if start < 0:
+            return _stop(sim, Breach("negative-start", (t.id,), t.src, (start, start)))
+        if breach := _width_breach(t, paired, spec):
+            return _stop(sim, breach)
+        mine, sim.finish[t.id] = _uses(t, start, paired, spec)
+        uses += mine
+    # Events: (time, 0 = end / 1 = begin, sequence, use); ends first, as intervals are half-open.
+    events: list[tuple[int, int, int, Any]] = []
+    for i, u in enumerate(uses):
+        events += [(u.begin, 1, i, u), (u.end, 0, i, u)]
+    for t in phase.transfers:  # a dependency is checked when its dependant starts
+        events.append((schedule.starts[t.id], 1, len(uses) + len(events), ("start", t)))
+    heapq.heapify(events)
+    holder: dict[tuple, _Use] = {}  # lane -> the use holding it
+    active: dict[tuple, dict[str, _Use]] = defaultdict(dict)  # (tile, element) -> kind -> a use
+    counts: dict[tuple, int] = defaultdict(int)  # (kind, tile, element) -> active uses
+    last_fmt: dict[tuple[int, str], _Use] = {}  # (tile, format) -> latest-ending receive so far
+    while events:
+        time, begin, _, item = heapq.heappop(events)
+        if isinstance(item, tuple):  # a transfer starts: its dependencies must be complete
+            t = item[1]
+            for dep in t.after:
+                if sim.finish[dep] > time:
+                    return _stop(sim, Breach("dependency", (dep, t.id), t.src, (time, sim.finish[dep]),
+                                             f"starts before {dep} completes"))
+            continue
+        u: _Use = item
+        kind, tile = u.resource[0], u.resource[1]
+        if not begin:
+            if kind in ("tx", "rx") and holder.get(u.resource) is u:
+                del holder[u.resource]
+            elif kind in ("rd", "wr"):
+                counts[u.resource] -= 1
+            continue
+        if kind in ("tx", "rx"):
+            if (other := holder.get(u.resource)) is not None:
+                return _stop(sim, Breach(f"{kind}-lane", (other.transfer, u.transfer), tile,
+                                         (time, min(u.end, other.end))))
+            holder[u.resource] = u
+            if kind == "rx" and ex.format_switch:
+                other_fmt = "ordinary" if u.fmt == "paired" else "paired"
+                prev = last_fmt.get((tile, other_fmt))
+                if prev is not None and time < prev.end + ex.format_switch:
+                    return _stop(sim, Breach("format-switch", (prev.transfer, u.transfer), tile,
+                                             (time, prev.end + ex.format_switch),
+                                             f"needs {ex.format_switch} cycles between formats"))
+                if (tile, u.fmt) not in last_fmt or u.end > last_fmt[(tile, u.fmt)].end:
+                    last_fmt[(tile, u.fmt)] = u
+        else:
+            opposite = ("wr" if kind == "rd" else "rd", tile, u.resource[2])
+            if counts[opposite] > 0:
+                other = active[(tile, u.resource[2])][opposite[0]]
+                return _stop(sim, Breach("memory-hazard", (other.transfer, u.transfer), tile,
+                                         (time, min(u.end, other.end)),
+                                         f"read and write of element {u.resource[2][1]} in region "
+                                         f"{u.resource[2][0]}"))
+            counts[u.resource] += 1
+            active[(tile, u.resource[2])][kind] = u
+    sim.horizon = max(sim.finish.values(), default=0)
+    sim.lanes = _utilisation(uses, sim.horizon)
+    sim.chain = _critical_chain(phase, spec, schedule, uses, sim.finish)
+    return sim
+
+
+def _stop(sim: Simulation, breach: Breach) -> Simulation:
+    sim.ok, sim.breach = False, breach
+    sim.horizon = max(sim.finish.values(), default=0)
+    return sim
+
+
+def _utilisation(uses: list[_Use], horizon: int) -> dict[str, dict[str, Any]]:
+    """Per lane that carries anything: busy share of [0, horizon) and of each tenth of it."""
+    if horizon <= 0:
+        return {}
+    edges = [horizon * k / BINS for k in range(BINS + 1)]
+    busy: dict[str, list[float]] = defaultdict(lambda: [0.0] * (BINS + 1))
+    for u in uses:
+        if u.resource[0] not in ("tx", "rx"):
+            continue
+        row = busy[f"{u.resource[0]}{u.resource[1]}"]
+        lo, hi = max(u.begin, 0), min(u.end, horizon)
+        row[0] += max(0, hi - lo)
+        for k in range(BINS):
+            row[k + 1] += max(0.0, min(hi, edges[k + 1]) - max(lo, edges[k]))
+    width = horizon / BINS
+    return {lane: {"busy": round(row[0] / horizon, 4),
+                   "tenths": [round(x / width, 4) for x in row[1:]]}
+            for lane, row in sorted(busy.items(), key=lambda kv: (kv[0][:2], int(kv[0][2:])))}
+
+
+def _critical_chain(phase: Phase, spec: Spec, schedule: Schedule, uses: list[_Use],
+                    finish: dict[str, int]) -> list[dict[str, Any]]:
+    """From the transfer that ends last back to the phase start: what held each step.
+
+    A transfer's start is held by whatever ends exactly when one of its uses begins: a
+    dependency's completion, the lane's previous holder, the other format's receive plus
+    the switch time, or an opposing memory access (a hazard). Its latency and payload take
+    it from start to finish. A step nothing held is an idle gap: the start could move earlier."""
+    if not finish:
+        return []
+    ex = spec.exchange
+    by_id = {t.id: t for t in phase.transfers}
+    ends: dict[tuple, dict[int, _Use]] = defaultdict(dict)  # resource -> end -> a use ending then
+    rx_ends: dict[tuple[int, str], dict[int, _Use]] = defaultdict(dict)
+    for u in uses:
+        ends[u.resource].setdefault(u.end, u)
+        if u.resource[0] == "rx":
+            rx_ends[(u.resource[1], u.fmt)].setdefault(u.end + ex.format_switch, u)
+    mine: dict[str, list[_Use]] = defaultdict(list)
+    for u in uses:
+        mine[u.transfer].append(u)
+    chain: list[dict[str, Any]] = []
+    tid: str | None = max(finish, key=lambda k: (finish[k], k))
+    seen: set[str] = set()
+    while tid is not None and tid not in seen:
+        seen.add(tid)
+        t, start = by_id[tid], schedule.starts[tid]
+        step = {"transfer": tid, "src": t.src, "dst": list(t.dst), "start": start, "end": finish[tid],
+                "width": schedule.widths.get(tid, "ordinary"),
+                "latency": max(_latency(spec, t.src, x) for x in t.dst)}
+        held = _holder(t, start, mine[tid], finish, ends, rx_ends, ex.format_switch)
+        step.update(held)
+        chain.append(step)
+        tid = held.get("after")
+    return chain
+
+
+def _holder(t: Transfer, start: int, uses: list[_Use], finish: dict[str, int],
+            ends: dict[tuple, dict[int, _Use]], rx_ends: dict[tuple[int, str], dict[int, _Use]],
+            switch: int) -> dict[str, Any]:
+    if start == 0:
+        return {"held_by": "phase start"}
+    for dep in t.after:
+        if finish[dep] == start:
+            return {"held_by": "dependency", "after": dep}
+    for u in uses:
+        kind, tile = u.resource[0], u.resource[1]
+        if kind in ("tx", "rx") and (prev := ends[u.resource].get(u.begin)) and prev.transfer != t.id:
+            what = "borrowed transmit lane" if kind == "tx" and tile != t.src else f"{kind} lane"
+            return {"held_by": what, "tile": tile, "after": prev.transfer}
+        if kind == "rx" and switch:
+            other = "ordinary" if u.fmt == "paired" else "paired"
+            if (prev := rx_ends[(tile, other)].get(u.begin)) and prev.transfer != t.id:
+                return {"held_by": "format switch", "tile": tile, "after": prev.transfer}
+        if kind in ("rd", "wr"):
+            opposite = ("wr" if kind == "rd" else "rd", tile, u.resource[2])
+            if (prev := ends[opposite].get(u.begin)) and prev.transfer != t.id:
+                return {"held_by": "memory hazard", "tile": tile, "element": list(u.resource[2]),
+                        "after": prev.transfer}
+    return {"held_by": "idle gap (nothing holds this start)"}

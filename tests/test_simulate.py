@@ -1,0 +1,87 @@
+"""The simulator against the validator: same verdict, same horizon, on random phases."""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+from conftest import run_cli
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from test_properties import specs
+
+from ipuopt.exchange.greedy import greedy_schedule
+from ipuopt.exchange.phase import load_phase
+from ipuopt.exchange.random_phase import random_phase
+from ipuopt.exchange.schedule import Schedule
+from ipuopt.exchange.simulate import simulate
+from ipuopt.exchange.solve import solve
+from ipuopt.exchange.validate import validate
+from ipuopt.spec import Spec
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(spec=specs(), n=st.integers(1, 14), seed=st.integers(0, 10**6))
+def test_valid_schedules_replay_with_the_validators_horizon(spec: Spec, n: int, seed: int) -> None:
+    phase = random_phase(spec, n, seed=seed, tiles=6, max_words=24, p_dep=0.2)
+    schedule = Schedule(*greedy_schedule(phase, spec))
+    report = validate(phase, spec, schedule)
+    sim = simulate(phase, spec, schedule)
+    assert report.ok and sim.ok, sim.breach
+    assert sim.horizon == report.horizon
+    assert sim.chain and sim.chain[0]["end"] == sim.horizon and sim.chain[-1]["held_by"] != ""
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(spec=specs(), n=st.integers(2, 12), seed=st.integers(0, 10**6), moves=st.integers(1, 3))
+def test_broken_schedules_are_caught_by_both(spec: Spec, n: int, seed: int, moves: int) -> None:
+    """Shift starts and flip widths at random: the simulator breaks off exactly when the
+    validator finds a violation."""
+    phase = random_phase(spec, n, seed=seed, tiles=4, max_words=16, p_dep=0.2)
+    starts, widths = greedy_schedule(phase, spec)
+    rng = random.Random(seed)
+    for _ in range(moves):
+        tid = rng.choice(list(starts))
+        if rng.random() < 0.7:
+            starts[tid] = max(0, starts[tid] + rng.randint(-30, 30))
+        else:
+            widths[tid] = "paired" if widths[tid] == "ordinary" else "ordinary"
+    schedule = Schedule(starts, widths)
+    report = validate(phase, spec, schedule)
+    sim = simulate(phase, spec, schedule)
+    assert sim.ok == report.ok, (sim.breach, report.violations[:3])
+    if sim.ok:
+        assert sim.horizon == report.horizon
+    else:
+        assert sim.breach.rule in {v.rule for v in report.violations}
+
+
+def test_barrier_metrics_with_arrivals() -> None:
+    phase, spec = load_phase("tiny")
+    res = solve(phase, spec)
+    sim = simulate(phase, spec, res.schedule, {3: 500, 7: 120})
+    doc = sim.to_dict()
+    assert (doc["first_arrival"], doc["last_arrival"], doc["last_tile"], doc["spread"]) == (0, 500, 3, 500)
+    assert doc["exchange_start"] == 500 + spec.exchange.sync_cycles
+    assert doc["end"] == doc["exchange_start"] + res.schedule.horizon
+    assert doc["after_last_arrival"] == doc["end"] - 500
+    assert all(0 <= lane["busy"] <= 1 and len(lane["tenths"]) == 10 for lane in doc["lanes"].values())
+    assert simulate(phase, spec, res.schedule).horizon == res.schedule.horizon
+
+
+def test_simulate_cli(tmp_path: Path) -> None:
+    out = tmp_path / "s.json"
+    assert run_cli("solve", "small", "--out", str(out)).returncode == 0
+    (tmp_path / "arr.json").write_text(json.dumps({"3": 900, "10": 50}))
+    r = run_cli("simulate", "small", str(out), "--arrivals", str(tmp_path / "arr.json"), "--json")
+    doc = json.loads(r.stdout)
+    assert r.returncode == 0 and doc["last_tile"] == 3 and doc["spread"] == 900
+    bad = json.loads(out.read_text())
+    bad["transfers"][1]["start"] = bad["transfers"][0]["start"]
+    (tmp_path / "bad.json").write_text(json.dumps(bad))
+    r = run_cli("simulate", "small", str(tmp_path / "bad.json"))
+    assert r.returncode == 1 and r.stdout.startswith("breach")
+    (tmp_path / "arr.json").write_text(json.dumps({"9999": 5}))
+    r = run_cli("simulate", "small", str(out), "--arrivals", str(tmp_path / "arr.json"))
+    assert r.returncode == 2 and "9999" in r.stderr
