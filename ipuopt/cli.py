@@ -425,6 +425,21 @@ def compare_cmd(
                   f"{r['horizon']:>8} {r['status']:<9} {_pct(r['gap']):>7} {r['time_s']:>6.2f}s")
 
 
+def _plan_layouts(plan: Path | None) -> list[str]:
+    """A layout plan's `choice` (operator -> candidate id, which is the layout label) as
+    --layout items."""
+    if plan is None:
+        return []
+    doc = read_document(plan)
+    choice = doc.get("choice") if isinstance(doc, dict) else None
+    if not isinstance(choice, dict) or not all(isinstance(v, str) for v in choice.values()):
+        raise InputError.one(str(plan), "choice", "a plan needs a mapping operator -> candidate id")
+    return [f"{op}={label}" for op, label in choice.items()]
+
+
+PlanOpt = Annotated[Path | None, typer.Option(help="A layout plan JSON; its `choice` gives the layouts.")]
+
+
 def _parse_layouts(items: list[str], spec) -> dict:
     from ipuopt.workloads.gemm import GemmLayout
 
@@ -444,6 +459,7 @@ def gen_cmd(
     layout: Annotated[list[str], typer.Option(help="OP=RxCxP/AxB[/REGION], repeatable.")] = [],  # noqa: B006
     out_dir: Annotated[Path | None, typer.Option(help="Write one phase file per phase here.")] = None,
     arena: Annotated[bool, typer.Option("--arena", help="Also write the workload's arena file.")] = False,
+    plan: PlanOpt = None,
     json_out: JsonOpt = False,
     quiet: QuietOpt = False,
 ) -> None:
@@ -457,7 +473,7 @@ def gen_cmd(
     wl = load_workload(workload)
     sp = load_spec(spec, field="--spec")
     with _Progress(quiet, f"gen {wl.name}"):
-        gen = generate(wl, sp, _parse_layouts(layout, sp))
+        gen = generate(wl, sp, _parse_layouts(_plan_layouts(plan) + layout, sp))
         stats = [phase_stats(gp, sp) for gp in gen.phases]
     rows = []
     for gp, st in zip(gen.phases, stats, strict=True):
@@ -489,6 +505,49 @@ def gen_cmd(
         fan = " ".join(f"{k}:{v}" for k, v in r["fanout"].items())
         print(f"{r['phase']:<28} {r['transfers']:>9} {r['endpoints']:>9} {r['source_words']:>10} "
               f"{r['delivered_words']:>10} {r['endpoint_bound']:>7}  {fan}")
+
+
+@app.command("run")
+def run_cmd(
+    workload: Annotated[str, typer.Argument(help="Workload name under models/ or a file.")],
+    spec: Annotated[str, typer.Option(help="Spec name or file.")] = "gc200",
+    layout: Annotated[list[str], typer.Option(help="OP=RxCxP/AxB[/REGION], repeatable.")] = [],  # noqa: B006
+    plan: PlanOpt = None,
+    profile: Annotated[str | None, typer.Option(help="Solver profile for every phase.")] = None,
+    solver: Annotated[str | None, typer.Option(help="greedy (default) | cpsat | milp | lns")] = None,
+    time_limit: Annotated[float | None, typer.Option(help="Seconds per phase for an exact solver.")] = None,
+    out: Annotated[Path | None, typer.Option(help="Write the run JSON here (for render --program).")] = None,
+    json_out: JsonOpt = False,
+    quiet: QuietOpt = False,
+) -> None:
+    """The whole program on the chip: per-tile compute, barriers, scheduled exchanges."""
+    from ipuopt.workloads.phases import generate
+    from ipuopt.workloads.program import run_program
+    from ipuopt.workloads.workload import load_workload
+
+    backend, params = _params(profile, solver, time_limit, None, None, [])
+    _check_out(out)
+    wl = load_workload(workload)
+    sp = load_spec(spec, field="--spec")
+    with _Progress(quiet, f"run {wl.name}") as progress:
+        gen = generate(wl, sp, _parse_layouts(_plan_layouts(plan) + layout, sp))
+        run = run_program(gen, backend, params, progress)
+    doc = run.to_dict()
+    if out:
+        write_json(out, doc)
+    if json_out:
+        print(json.dumps(doc, indent=1))
+        return
+    for op, label in doc["layouts"].items():
+        print(f"{op:<10} {label}")
+    print(f"{'phase':<26} {'transfers':>9} {'compute':>8} {'min':>8} {'spread':>7} {'last':>5} "
+          f"{'horizon':>8} {'end':>9}")
+    for b in doc["boundaries"]:
+        print(f"{b['phase']:<26} {b['transfers']:>9} {b['compute_max']:>8} {b['compute_min']:>8} "
+              f"{b['spread']:>7} {str(b['last_tile']):>5} {b['horizon']:>8} {b['end']:>9}")
+    print(f"total {doc['total_cycles']} cycles: compute {doc['compute_cycles']}, exchange "
+          f"{doc['exchange_cycles']}, sync {doc['sync_cycles']} (arrival spread "
+          f"{doc['arrival_spread_cycles']} within the compute)")
 
 
 @app.command("layouts")

@@ -81,6 +81,24 @@ class Generation:
     layouts: dict[str, Candidate]
     phases: list[GeneratedPhase] = field(default_factory=list)
     buffers: list[dict] = field(default_factory=list)  # SPMD buffers with live op ranges
+    compute: list[Compute] = field(default_factory=list)  # in program order
+
+
+@dataclass
+class Compute:
+    """A compute step between exchange phases: cycles per tile (tiles not named are idle)."""
+
+    label: str
+    before_phase: int  # index of the exchange phase that follows it (len(phases): none)
+    cycles: dict[int, int]
+
+    @classmethod
+    def of_bytes(cls, label: str, before_phase: int, work: list[tuple[int, int]], rate: int) -> Compute:
+        """From (tile, bytes) items at `rate` bytes per cycle, rounded up once per tile."""
+        per_tile: dict[int, int] = {}
+        for tile, nbytes in work:
+            per_tile[tile] = per_tile.get(tile, 0) + nbytes
+        return cls(label, before_phase, {t: math.ceil(b / rate) for t, b in per_tile.items()})
 
 
 class SpmdAllocator:
@@ -202,6 +220,9 @@ def generate(wl: Workload, spec: Spec, chosen: dict[str, GemmLayout] | None = No
         if op.kind == "elementwise":
             src = op.inputs[0].tensor
             old = held[src]
+            gen.compute.append(Compute.of_bytes(
+                op.name, len(gen.phases), [(p.tile, volume(p.box) * wl.elem_bytes) for p in old],
+                spec.compute["elementwise_bytes_per_cycle"]))
             new_base = alloc.alloc(activation_region(spec),
                                    _layout_bytes(old, wl.elem_bytes), op.out.tensor, step)
             base = min(p.addr for p in old)
@@ -271,6 +292,15 @@ def _gemm(gen: Generation, op: Operator, cand: Candidate, held: dict[str, list[P
             sources[v.tensor] = held[v.tensor]
             router.route(v.tensor, held[v.tensor], needs[v.tensor], e)
     gen.phases.append(_finish(router, spec, needs, sources, step))
+    macs = Compute(f"{op.name} (multiply)", len(gen.phases), {})
+    rate = spec.compute[f"{wl.dtype}_macs_per_cycle"]
+    for g, bl in enumerate(bsplit):
+        for r, rr in enumerate(msplit):
+            for p, kk in enumerate(ksplit):
+                for c, cc in enumerate(nsplit):
+                    work = (bl[1] - bl[0]) * (rr[1] - rr[0]) * (kk[1] - kk[0]) * (cc[1] - cc[0])
+                    macs.cycles[_grid_tile(lay, g, r, c, p)] = math.ceil(work / rate)
+    gen.compute.append(macs)
     # Partials, reduction and the output layout.
     p_bytes = PARTIAL_BYTES if lay.parts > 1 else e
     # with one partial the partial block is the result: its buffer is the output tensor's
@@ -317,6 +347,11 @@ def _gemm(gen: Generation, op: Operator, cand: Candidate, held: dict[str, list[P
         red.route(partial_name, partial_pieces, red_needs, PARTIAL_BYTES)
         gen.phases.append(_finish(red, spec, {partial_name: red_needs},
                                   {partial_name: partial_pieces}, step))
+        # each partial received is added into its owner's piece
+        gen.compute.append(Compute.of_bytes(
+            f"{op.name} (reduce)", len(gen.phases),
+            [(need.tiles[0], volume(need.box) * PARTIAL_BYTES) for need in red_needs],
+            spec.compute["elementwise_bytes_per_cycle"]))
         alloc.free(f"{tag}.recv", step + 1)
     if lay.parts > 1:
         alloc.free(part_tag, step + 1)
