@@ -17,5 +17,5 @@ DATA = {
 setup(
     packages=find_packages(include=["ipuopt", "ipuopt.*"]) + list(DATA),
     package_dir=DATA,
-    package_data={name: ["*.yaml", "*.json"] for name in DATA},
+    package_data={**{name: ["*.yaml", "*.json"] for name in DATA}, "ipuopt.render": ["*.js"]},
 )

@@ -663,6 +663,97 @@ def place_cmd(
         raise typer.Exit(1)
 
 
+def _picture_out(out: Path, *inputs: Path | None) -> str:
+    _check_out(out, *inputs)
+    kind = out.suffix.lower().lstrip(".")
+    if kind not in ("html", "png"):
+        raise InputError.one(str(out), "--out", "name a .html or .png file")
+    return kind
+
+
+@app.command("render")
+def render_cmd(
+    phase: Annotated[Path | None, typer.Argument(help="Phase file or bundled example name.")] = None,
+    schedule: Annotated[Path | None, typer.Argument(help="Schedule JSON.")] = None,
+    out: Annotated[Path, typer.Option(help="F.html (interactive page) or F.png.")] = Path("timeline.html"),
+    program: Annotated[Path | None, typer.Option(help="A run JSON (ipuopt run --out) instead.")] = None,
+    spec: SpecOpt = None,
+) -> None:
+    """A schedule (or a program run) as a timeline: tiles' transmit and receive lanes, multicast
+    and paired sends, the critical chain; hover for details, wheel to zoom."""
+    from ipuopt.render.views import phase_view, program_view
+
+    if (program is None) == (phase is None or schedule is None):
+        raise InputError.one("", "PHASE SCHEDULE/--program",
+                             "give a phase and its schedule, or --program RUN.json")
+    kind = _picture_out(out, phase, schedule, program)
+    if program is not None:
+        doc = read_document(program)
+        if not isinstance(doc, dict) or not isinstance(doc.get("boundaries"), list):
+            raise InputError.one(str(program), "boundaries", "not a run file (ipuopt run --out)")
+        view = program_view(doc)
+    else:
+        ph, sp = load_phase(phase, spec)  # type: ignore[arg-type]
+        sched = load_schedule(schedule)  # type: ignore[arg-type]
+        report = validate(ph, sp, sched)
+        if not report.ok:
+            raise InputError.one(str(schedule), "", f"breaks the rules ({report.violations[0]}); "
+                                 "ipuopt validate lists every violation")
+        view = phase_view(ph, sp, sched)
+    _write_picture(out, kind, view.to_dict(), "timeline.js", view)
+    print(f"wrote {out}: {len(view.rows)} rows, {len(view.items)} intervals")
+
+
+def _write_picture(out: Path, kind: str, data: dict, script: str, view: Any = None) -> None:
+    from ipuopt.render.page import page
+    from ipuopt.render.png import arena_png, timeline_png
+
+    if kind == "html":
+        write_atomic(out, page(data, script))
+    else:
+        write_atomic(out, timeline_png(view) if view is not None else arena_png(data))
+
+
+@app.command("render-arena")
+def render_arena_cmd(
+    arena: Annotated[Path | None, typer.Argument(help="Arena file or bundled arena name.")] = None,
+    placement: Annotated[Path | None, typer.Argument(help="Placement JSON (ipuopt place --out).")] = None,
+    csv_in: Annotated[Path | None, typer.Option("--csv", help="Placed allocator CSV (with an offset "
+                                                              "column) instead.")] = None,
+    capacity: Annotated[int | None, typer.Option(help="Bytes available (with --csv).")] = None,
+    out: Annotated[Path, typer.Option(help="F.html (interactive page) or F.png.")] = Path("arena.html"),
+) -> None:
+    """A placement as boxes of address against program step; conflicts marked."""
+    from ipuopt.arena.problem import load_arena, load_csv
+    from ipuopt.render.views import arena_boxes
+
+    if (csv_in is None) == (arena is None or placement is None):
+        raise InputError.one("", "ARENA PLACEMENT/--csv", "give an arena and its placement, or --csv FILE "
+                                                          "--capacity BYTES")
+    kind = _picture_out(out, arena, placement, csv_in)
+    if csv_in is not None:
+        if capacity is None or capacity <= 0:
+            raise InputError.one(str(csv_in), "--capacity", "required with --csv, in bytes > 0")
+        problem = load_csv(csv_in, capacity)
+        with csv_in.open(newline="") as handle:
+            rows = list(csv.DictReader(handle))
+        offsets = {r.get("id", r.get("buffer", "")): parse_int(r.get("offset")) for r in rows}
+    else:
+        problem = load_arena(arena)  # type: ignore[arg-type]
+        doc = read_document(placement)  # type: ignore[arg-type]
+        offsets = doc.get("offsets") if isinstance(doc, dict) else None  # type: ignore[assignment]
+    source = str(csv_in or placement)
+    if not isinstance(offsets, dict) or any(not isinstance(offsets.get(b.id), int) for b in problem.buffers):
+        raise InputError.one(source, "offsets", "needs an integer offset for every buffer of the arena")
+    from ipuopt.arena.validate import validate_placement
+
+    if not validate_placement(problem, offsets).ok:  # type: ignore[arg-type]
+        raise InputError.one(source, "offsets", "the placement breaks the arena's rules")
+    data = arena_boxes(problem, offsets)  # type: ignore[arg-type]
+    _write_picture(out, kind, data, "arena.js")
+    print(f"wrote {out}: {len(data['boxes'])} buffers, {len(data['conflicts'])} paying conflicts")
+
+
 @specs_app.command("list")
 def specs_list() -> None:
     """Shipped specs, with tile count and description."""

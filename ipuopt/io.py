@@ -56,8 +56,9 @@ def read_document(path: str | Path, hint: str = "") -> Any:
         raise InputError.one(str(p), where, f"invalid YAML: {reason}") from None
 
 
-def write_atomic(path: str | Path, text: str, protect: tuple[Path, ...] = ()) -> None:
-    """Write a file whole or not at all; refuse to overwrite any of the `protect` inputs."""
+def write_atomic(path: str | Path, text: str | bytes, protect: tuple[Path, ...] = ()) -> None:
+    """Write a file (text or bytes) whole or not at all; refuse to overwrite any of the
+    `protect` inputs."""
     target = Path(path)
     for other in protect:
         if other.exists() and target.exists() and target.resolve() == Path(other).resolve():
@@ -67,7 +68,7 @@ def write_atomic(path: str | Path, text: str, protect: tuple[Path, ...] = ()) ->
         raise InputError.one(str(target), "--out", f"directory {directory} does not exist")
     fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{target.name}.", suffix=".tmp")
     try:
-        with os.fdopen(fd, "w") as handle:
+        with os.fdopen(fd, "wb" if isinstance(text, bytes) else "w") as handle:
             handle.write(text)
             handle.flush()
             os.fsync(handle.fileno())

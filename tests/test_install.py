@@ -55,6 +55,13 @@ def test_wheel_installs_and_every_command_runs_elsewhere(tmp_path: Path) -> None
     assert json.loads(ok("place", "mini-mlp", "--objective", "peak", "--json"))["status"] == "optimal"
     ok("place", "gen/mini-mlp-arena.yaml", "--objective", "conflicts", "--time-limit", "5")
     ok("import", "openshop", "ta4x4_1os.txt", "--out", "os.yaml")
+    ok("simulate", "tiny", "s.json", "--json")
+    ok("run", "mini-mlp", "--spec", "test64", "--out", "run.json")
+    ok("render", "tiny", "s.json", "--out", "tiny.html")
+    assert "timeline" in (work / "tiny.html").read_text()
+    ok("render", "--program", "run.json", "--out", "run.png")
+    ok("place", "mini-mlp", "--out", "p.json")
+    ok("render-arena", "mini-mlp", "p.json", "--out", "arena.html")
     ok("solve", "os.yaml", "--profile", "cpsat-repro")
     r = _run([str(venv / "bin" / "python"), "-c",
               "import ipuopt; p, s = ipuopt.load_phase('tiny'); print(ipuopt.solve(p, s).schedule.horizon)"],

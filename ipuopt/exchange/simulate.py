@@ -86,7 +86,7 @@ class Simulation:
 
 
 @dataclass(frozen=True)
-class _Use:
+class Use:
     """One transfer's use of one resource over [begin, end)."""
 
     transfer: str
@@ -118,22 +118,22 @@ def _elements(spec: Spec, addr: int | None, nbytes: int) -> list[tuple[str, int]
     return out
 
 
-def _uses(t: Transfer, start: int, paired: bool, spec: Spec) -> tuple[list[_Use], int]:
+def _uses(t: Transfer, start: int, paired: bool, spec: Spec) -> tuple[list[Use], int]:
     """Every resource use of `t` started at `start`, and its completion."""
     ex = spec.exchange
     d = _payload(t.words, ex.paired_words_per_cycle if paired else ex.ordinary_words_per_cycle)
     sent = start + ex.tx_overhead
-    uses = [_Use(t.id, ("tx", t.src), start, sent + d)]
+    uses = [Use(t.id, ("tx", t.src), start, sent + d)]
     if paired:
-        uses.append(_Use(t.id, ("tx", spec.partner(t.src)), start, sent + d))
+        uses.append(Use(t.id, ("tx", spec.partner(t.src)), start, sent + d))
     nbytes = t.words * ex.word_bytes
-    uses += [_Use(t.id, ("rd", t.src, el), sent, sent + d) for el in _elements(spec, t.src_addr, nbytes)]
+    uses += [Use(t.id, ("rd", t.src, el), sent, sent + d) for el in _elements(spec, t.src_addr, nbytes)]
     finish = 0
     fmt = "paired" if paired else "ordinary"
     for x in t.dst:
         arrive = sent + _latency(spec, t.src, x)
-        uses.append(_Use(t.id, ("rx", x), arrive - ex.rx_lead, arrive + d, fmt))
-        uses += [_Use(t.id, ("wr", x, el), arrive, arrive + d + ex.write_hazard)
+        uses.append(Use(t.id, ("rx", x), arrive - ex.rx_lead, arrive + d, fmt))
+        uses += [Use(t.id, ("wr", x, el), arrive, arrive + d + ex.write_hazard)
                  for el in _elements(spec, t.dst_addr, nbytes)]
         finish = max(finish, arrive + d)
     return uses, finish
@@ -149,6 +149,16 @@ def _width_breach(t: Transfer, paired: bool, spec: Spec) -> Breach | None:
     return Breach("width", (t.id,), t.src, None, f"paired not allowed: {why}") if why else None
 
 
+def resource_uses(phase: Phase, spec: Spec, schedule: Schedule) -> list[Use]:
+    """Every lane and memory use of every scheduled transfer (for pictures)."""
+    out: list[Use] = []
+    by_id = {t.id: t for t in phase.transfers}
+    for tid, start in schedule.starts.items():
+        if tid in by_id:
+            out += _uses(by_id[tid], start, schedule.widths.get(tid) == "paired", spec)[0]
+    return out
+
+
 def simulate(phase: Phase, spec: Spec, schedule: Schedule,
              arrivals: dict[int, int] | None = None) -> Simulation:
     """Replay `schedule`; stop at the first broken rule. `arrivals` maps tile -> cycle at
@@ -161,7 +171,7 @@ def simulate(phase: Phase, spec: Spec, schedule: Schedule,
     for tid in schedule.starts:
         if tid not in by_id:
             return _stop(sim, Breach("unknown-transfer", (tid,), None, None, "not in the phase"))
-    uses: list[_Use] = []
+    uses: list[Use] = []
     for t in phase.transfers:
         if t.id not in schedule.starts:
             return _stop(sim, Breach("missing-transfer", (t.id,), None, None, "no start given"))
@@ -179,10 +189,10 @@ def simulate(phase: Phase, spec: Spec, schedule: Schedule,
     for t in phase.transfers:  # a dependency is checked when its dependant starts
         events.append((schedule.starts[t.id], 1, len(uses) + len(events), ("start", t)))
     heapq.heapify(events)
-    holder: dict[tuple, _Use] = {}  # lane -> the use holding it
-    active: dict[tuple, dict[str, _Use]] = defaultdict(dict)  # (tile, element) -> kind -> a use
+    holder: dict[tuple, Use] = {}  # lane -> the use holding it
+    active: dict[tuple, dict[str, Use]] = defaultdict(dict)  # (tile, element) -> kind -> a use
     counts: dict[tuple, int] = defaultdict(int)  # (kind, tile, element) -> active uses
-    last_fmt: dict[tuple[int, str], _Use] = {}  # (tile, format) -> latest-ending receive so far
+    last_fmt: dict[tuple[int, str], Use] = {}  # (tile, format) -> latest-ending receive so far
     while events:
         time, begin, _, item = heapq.heappop(events)
         if isinstance(item, tuple):  # a transfer starts: its dependencies must be complete
@@ -192,7 +202,7 @@ def simulate(phase: Phase, spec: Spec, schedule: Schedule,
                     return _stop(sim, Breach("dependency", (dep, t.id), t.src, (time, sim.finish[dep]),
                                              f"starts before {dep} completes"))
             continue
-        u: _Use = item
+        u: Use = item
         kind, tile = u.resource[0], u.resource[1]
         if not begin:
             if kind in ("tx", "rx") and holder.get(u.resource) is u:
@@ -236,7 +246,7 @@ def _stop(sim: Simulation, breach: Breach) -> Simulation:
     return sim
 
 
-def _utilisation(uses: list[_Use], horizon: int) -> dict[str, dict[str, Any]]:
+def _utilisation(uses: list[Use], horizon: int) -> dict[str, dict[str, Any]]:
     """Per lane that carries anything: busy share of [0, horizon) and of each tenth of it."""
     if horizon <= 0:
         return {}
@@ -256,7 +266,7 @@ def _utilisation(uses: list[_Use], horizon: int) -> dict[str, dict[str, Any]]:
             for lane, row in sorted(busy.items(), key=lambda kv: (kv[0][:2], int(kv[0][2:])))}
 
 
-def _critical_chain(phase: Phase, spec: Spec, schedule: Schedule, uses: list[_Use],
+def _critical_chain(phase: Phase, spec: Spec, schedule: Schedule, uses: list[Use],
                     finish: dict[str, int]) -> list[dict[str, Any]]:
     """From the transfer that ends last back to the phase start: what held each step.
 
@@ -268,13 +278,13 @@ def _critical_chain(phase: Phase, spec: Spec, schedule: Schedule, uses: list[_Us
         return []
     ex = spec.exchange
     by_id = {t.id: t for t in phase.transfers}
-    ends: dict[tuple, dict[int, _Use]] = defaultdict(dict)  # resource -> end -> a use ending then
-    rx_ends: dict[tuple[int, str], dict[int, _Use]] = defaultdict(dict)
+    ends: dict[tuple, dict[int, Use]] = defaultdict(dict)  # resource -> end -> a use ending then
+    rx_ends: dict[tuple[int, str], dict[int, Use]] = defaultdict(dict)
     for u in uses:
         ends[u.resource].setdefault(u.end, u)
         if u.resource[0] == "rx":
             rx_ends[(u.resource[1], u.fmt)].setdefault(u.end + ex.format_switch, u)
-    mine: dict[str, list[_Use]] = defaultdict(list)
+    mine: dict[str, list[Use]] = defaultdict(list)
     for u in uses:
         mine[u.transfer].append(u)
     chain: list[dict[str, Any]] = []
@@ -293,8 +303,8 @@ def _critical_chain(phase: Phase, spec: Spec, schedule: Schedule, uses: list[_Us
     return chain
 
 
-def _holder(t: Transfer, start: int, uses: list[_Use], finish: dict[str, int],
-            ends: dict[tuple, dict[int, _Use]], rx_ends: dict[tuple[int, str], dict[int, _Use]],
+def _holder(t: Transfer, start: int, uses: list[Use], finish: dict[str, int],
+            ends: dict[tuple, dict[int, Use]], rx_ends: dict[tuple[int, str], dict[int, Use]],
             switch: int) -> dict[str, Any]:
     if start == 0:
         return {"held_by": "phase start"}

@@ -1,0 +1,64 @@
+"""PNG pictures for reports, through matplotlib (no screen needed)."""
+
+from __future__ import annotations
+
+import io
+from collections import defaultdict
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.patches import Rectangle  # noqa: E402
+
+from ipuopt.render.views import View  # noqa: E402
+
+
+def timeline_png(view: View, max_rows: int = 400) -> bytes:
+    """Rows of intervals (the first `max_rows` rows: a picture of 2,944 lanes is unreadable)."""
+    rows = view.rows[:max_rows]
+    bars: dict[tuple[int, str], list[tuple[int, int]]] = defaultdict(list)
+    for r, begin, end, kind, _ in view.items:
+        if r < len(rows):
+            bars[(r, kind)].append((begin, end - begin))
+    fig, ax = plt.subplots(figsize=(12, min(40, 1.5 + 0.22 * len(rows))))
+    for (r, kind), spans in bars.items():
+        ax.broken_barh(spans, (r - 0.4, 0.8), facecolors=view.kinds[kind][0], linewidth=0)
+    for r, begin, end, colour in view.marks:
+        if r < len(rows):
+            ax.add_patch(Rectangle((begin, r - 0.5), end - begin, 1.0, fill=False, edgecolor=colour,
+                                   linewidth=1.5))
+    ax.set_yticks(range(len(rows)), rows, fontsize=7 if len(rows) > 40 else 9)
+    ax.set_ylim(len(rows) - 0.5, -0.5)
+    ax.set_xlabel(view.unit)
+    more = f" (first {max_rows} of {len(view.rows)} rows)" if len(view.rows) > max_rows else ""
+    ax.set_title(view.title + more, fontsize=11)
+    handles = [Rectangle((0, 0), 1, 1, color=c) for c, _ in view.kinds.values()]
+    ax.legend(handles, [n for _, n in view.kinds.values()], fontsize=7, loc="upper center",
+              bbox_to_anchor=(0.5, -0.06 if len(rows) > 20 else -0.15), ncol=3, frameon=False)
+    return _save(fig)
+
+
+def arena_png(data: dict[str, Any]) -> bytes:
+    fig, ax = plt.subplots(figsize=(12, 7))
+    paying = {c[0] for c in data["conflicts"]} | {c[1] for c in data["conflicts"]}
+    for bid, first, end, lo, hi, alias in data["boxes"]:
+        ax.add_patch(Rectangle((first, lo), end - first, hi - lo, facecolor="#72b7b2" if alias else "#4c78a8",
+                               alpha=0.8, edgecolor="#e45756" if bid in paying else "white",
+                               linewidth=2 if bid in paying else 0.5))
+    ax.axhline(data["capacity"], color="#333", linewidth=1)
+    ax.set_xlim(0, data["steps"])
+    ax.set_ylim(0, data["top"])
+    ax.set_xlabel("program step")
+    ax.set_ylabel("address (bytes from the region start)")
+    ax.set_title(data["title"] + "\n" + data["subtitle"], fontsize=9)
+    return _save(fig)
+
+
+def _save(fig: Any) -> bytes:
+    buf = io.BytesIO()
+    fig.tight_layout()
+    fig.savefig(buf, format="png", dpi=110)
+    plt.close(fig)
+    return buf.getvalue()
