@@ -27,8 +27,8 @@ COMMANDS = _command_paths(typer.main.get_command(app))
 
 def test_every_command_is_walked() -> None:
     names = {" ".join(p) for p in COMMANDS}
-    assert {"solve", "bounds", "validate", "compare", "gen", "layouts", "place", "specs list",
-            "specs show", "specs diff", "import openshop", "simulate", "run", "render", "render-arena"} <= names
+    assert {"solve", "bounds", "validate", "compare", "gen", "layouts", "place", "specs list", "specs show",
+            "specs diff", "import openshop", "simulate", "run", "render", "render-arena"} <= names
 
 
 @pytest.mark.parametrize("path", COMMANDS, ids=lambda p: " ".join(p) or "ipuopt")
