@@ -16,20 +16,25 @@ from ipuopt.arena.validate import validate_placement
 from ipuopt.exchange.bounds import Bound, all_bounds
 from ipuopt.exchange.phase import Phase, load_phase
 from ipuopt.exchange.schedule import Schedule, load_schedule
+from ipuopt.exchange.simulate import Simulation
+from ipuopt.exchange.simulate import simulate as _simulate
 from ipuopt.exchange.solve import ExchangeResult
 from ipuopt.exchange.solve import solve as _solve
 from ipuopt.exchange.validate import Report
 from ipuopt.exchange.validate import validate as _validate
+from ipuopt.render.save import save
+from ipuopt.render.views import arena_boxes, phase_view, program_view
 from ipuopt.spec import Spec, load_spec
 from ipuopt.workloads.gemm import GemmLayout
 from ipuopt.workloads.phases import Generation
 from ipuopt.workloads.phases import generate as _generate
+from ipuopt.workloads.program import run_program
 from ipuopt.workloads.workload import Workload, load_workload
 
 __all__ = ["Arena", "Bound", "ExchangeResult", "Generation", "Phase", "Placement", "Report",
            "Schedule", "Spec", "Workload", "bounds", "generate", "load_arena", "load_phase",
-           "load_schedule", "load_spec", "load_workload", "place", "solve", "validate",
-           "validate_placement"]
+           "load_schedule", "load_spec", "load_workload", "place", "render_arena", "render_schedule",
+           "render_program", "run", "simulate", "solve", "validate", "validate_placement"]
 
 
 def _run_params(time_limit: float | None, workers: int | None, seed: int | None,
@@ -77,3 +82,32 @@ def generate(workload: Workload | str, spec: Spec | str = "gc200",
     sp = spec if isinstance(spec, Spec) else load_spec(spec)
     chosen = {op: GemmLayout.parse(text, sp) for op, text in (layouts or {}).items()}
     return _generate(wl, sp, chosen)
+
+
+def simulate(phase: Phase, spec: Spec, schedule: Schedule,
+             arrivals: dict[int, int] | None = None) -> Simulation:
+    """Replay a schedule event by event; `arrivals` maps tile -> barrier arrival cycle.
+    `.ok`, `.breach`, `.horizon`, `.chain`, `.to_dict()` (every barrier metric)."""
+    return _simulate(phase, spec, schedule, arrivals)
+
+
+def run(workload: Workload | str, spec: Spec | str = "gc200", layouts: dict[str, str] | None = None,
+        solver: str = "greedy", *, time_limit: float | None = None) -> dict[str, Any]:
+    """The whole program on the chip (see `ipuopt run`): per boundary barrier metrics and totals."""
+    gen = generate(workload, spec, layouts)
+    return run_program(gen, solver, _run_params(time_limit, None, None, None)).to_dict()
+
+
+def render_schedule(phase: Phase, spec: Spec, schedule: Schedule, out: str | Path) -> None:
+    """A schedule's timeline to F.html (interactive) or F.png."""
+    save(out, phase_view(phase, spec, schedule))
+
+
+def render_program(run_doc: dict[str, Any], out: str | Path) -> None:
+    """A program run (from `run`) to F.html or F.png."""
+    save(out, program_view(run_doc))
+
+
+def render_arena(arena: Arena, offsets: dict[str, int], out: str | Path) -> None:
+    """A placement (address against step, conflicts marked) to F.html or F.png."""
+    save(out, arena_boxes(arena, offsets))

@@ -663,14 +663,6 @@ def place_cmd(
         raise typer.Exit(1)
 
 
-def _picture_out(out: Path, *inputs: Path | None) -> str:
-    _check_out(out, *inputs)
-    kind = out.suffix.lower().lstrip(".")
-    if kind not in ("html", "png"):
-        raise InputError.one(str(out), "--out", "name a .html or .png file")
-    return kind
-
-
 @app.command("render")
 def render_cmd(
     phase: Annotated[Path | None, typer.Argument(help="Phase file or bundled example name.")] = None,
@@ -681,12 +673,14 @@ def render_cmd(
 ) -> None:
     """A schedule (or a program run) as a timeline: tiles' transmit and receive lanes, multicast
     and paired sends, the critical chain; hover for details, wheel to zoom."""
+    from ipuopt.render.save import picture_kind, save
     from ipuopt.render.views import phase_view, program_view
 
     if (program is None) == (phase is None or schedule is None):
         raise InputError.one("", "PHASE SCHEDULE/--program",
                              "give a phase and its schedule, or --program RUN.json")
-    kind = _picture_out(out, phase, schedule, program)
+    _check_out(out, phase, schedule, program)
+    picture_kind(out)
     if program is not None:
         doc = read_document(program)
         if not isinstance(doc, dict) or not isinstance(doc.get("boundaries"), list):
@@ -700,18 +694,8 @@ def render_cmd(
             raise InputError.one(str(schedule), "", f"breaks the rules ({report.violations[0]}); "
                                  "ipuopt validate lists every violation")
         view = phase_view(ph, sp, sched)
-    _write_picture(out, kind, view.to_dict(), "timeline.js", view)
+    save(out, view)
     print(f"wrote {out}: {len(view.rows)} rows, {len(view.items)} intervals")
-
-
-def _write_picture(out: Path, kind: str, data: dict, script: str, view: Any = None) -> None:
-    from ipuopt.render.page import page
-    from ipuopt.render.png import arena_png, timeline_png
-
-    if kind == "html":
-        write_atomic(out, page(data, script))
-    else:
-        write_atomic(out, timeline_png(view) if view is not None else arena_png(data))
 
 
 @app.command("render-arena")
@@ -725,12 +709,14 @@ def render_arena_cmd(
 ) -> None:
     """A placement as boxes of address against program step; conflicts marked."""
     from ipuopt.arena.problem import load_arena, load_csv
+    from ipuopt.render.save import picture_kind, save
     from ipuopt.render.views import arena_boxes
 
     if (csv_in is None) == (arena is None or placement is None):
         raise InputError.one("", "ARENA PLACEMENT/--csv", "give an arena and its placement, or --csv FILE "
                                                           "--capacity BYTES")
-    kind = _picture_out(out, arena, placement, csv_in)
+    _check_out(out, arena, placement, csv_in)
+    picture_kind(out)
     if csv_in is not None:
         if capacity is None or capacity <= 0:
             raise InputError.one(str(csv_in), "--capacity", "required with --csv, in bytes > 0")
@@ -750,7 +736,7 @@ def render_arena_cmd(
     if not validate_placement(problem, offsets).ok:  # type: ignore[arg-type]
         raise InputError.one(source, "offsets", "the placement breaks the arena's rules")
     data = arena_boxes(problem, offsets)  # type: ignore[arg-type]
-    _write_picture(out, kind, data, "arena.js")
+    save(out, data)
     print(f"wrote {out}: {len(data['boxes'])} buffers, {len(data['conflicts'])} paying conflicts")
 
 
