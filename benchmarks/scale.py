@@ -15,6 +15,7 @@ from ipuopt.exchange.bounds import all_bounds, best_bound
 from ipuopt.exchange.greedy import greedy_schedule, horizon_of
 from ipuopt.exchange.random_phase import random_phase
 from ipuopt.exchange.schedule import Schedule
+from ipuopt.exchange.simulate import simulate
 from ipuopt.exchange.solve import solve
 from ipuopt.exchange.timing import phase_timings
 from ipuopt.exchange.validate import validate
@@ -52,16 +53,21 @@ def main() -> None:
     t = time.perf_counter()
     report = validate(phase, spec, Schedule(starts, widths))
     tv = time.perf_counter() - t
+    t = time.perf_counter()
+    sim = simulate(phase, spec, Schedule(starts, widths))
+    ts = time.perf_counter() - t
     lb = best_bound(bounds)
     print(f"{'step':<12} {'time':>8}  result")
     print(f"{'bounds':<12} {tb:>7.2f}s  " + ", ".join(f"{b.name} {b.value}" for b in bounds))
     print(f"{'greedy':<12} {tg:>7.2f}s  horizon {h}, gap {(h - lb.value) / h:.1%} to {lb.value}")
     print(f"{'validator':<12} {tv:>7.2f}s  {'ok' if report.ok else report.violations[:3]}")
+    print(f"{'simulator':<12} {ts:>7.2f}s  {'ok' if sim.ok else sim.breach}, horizon {sim.horizon}, "
+          f"critical chain {len(sim.chain)} steps")
     print(f"peak memory {rss_mib():.0f} MiB")
     if args.monolithic:
         from ipuopt.exchange.cpsat import build_model
         t = time.perf_counter()
-        em = build_model(phase, spec, timings, h, lb.value)
+        em = build_model(spec, timings, h, lb.value)
         tm = time.perf_counter() - t
         proto = em.model.proto
         print(f"monolithic CP-SAT: {len(proto.variables)} variables, {len(proto.constraints)} "

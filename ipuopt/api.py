@@ -34,7 +34,8 @@ from ipuopt.workloads.workload import Workload, load_workload
 __all__ = ["Arena", "Bound", "ExchangeResult", "Generation", "Phase", "Placement", "Report",
            "Schedule", "Spec", "Workload", "bounds", "generate", "load_arena", "load_phase",
            "load_schedule", "load_spec", "load_workload", "place", "render_arena", "render_schedule",
-           "render_program", "run", "simulate", "solve", "validate", "validate_placement"]
+           "render_program", "run", "simulate", "solve", "sweep", "sweep_report", "validate",
+           "validate_placement"]
 
 
 def _run_params(time_limit: float | None, workers: int | None, seed: int | None,
@@ -111,3 +112,26 @@ def render_program(run_doc: dict[str, Any], out: str | Path) -> None:
 def render_arena(arena: Arena, offsets: dict[str, int], out: str | Path) -> None:
     """A placement (address against step, conflicts marked) to F.html or F.png."""
     save(out, arena_boxes(arena, offsets))
+
+
+def sweep(path: str | Path, out: str | Path, cluster: str | None = None, workers: int | None = None,
+          ) -> dict[str, Any]:
+    """Run a sweep file's cells on Dask (local cores, or the scheduler at `cluster`) into
+    `out`; cells already there are skipped. Counts of cells, solved, skipped, failed."""
+    from ipuopt.sweeps.plan import load_sweep
+    from ipuopt.sweeps.run import run_sweep
+
+    done = run_sweep(load_sweep(path), Path(out), cluster, workers)
+    return {"cells": done.total, "solved": done.solved, "already_done": done.skipped, "failed": done.failed}
+
+
+def sweep_report(out: str | Path, against: str | Path | None = None) -> dict[str, Any]:
+    """Per phase and spec greedy, best, bound and gap; per solver totals; with `against`,
+    what changed since that sweep."""
+    from ipuopt.sweeps.report import compare, load_results, summarise
+
+    rows = load_results(Path(out))
+    doc = summarise(rows)
+    if against is not None:
+        doc["against"] = compare(rows, load_results(Path(against)))
+    return doc

@@ -740,6 +740,83 @@ def render_arena_cmd(
     print(f"wrote {out}: {len(data['boxes'])} buffers, {len(data['conflicts'])} paying conflicts")
 
 
+@app.command("sweep")
+def sweep_cmd(
+    sweep: Annotated[Path, typer.Argument(help="Sweep file: phases, specs, solvers.")],
+    out: Annotated[Path, typer.Option(help="Results folder (results.csv, schedules/); rerun to resume.")],
+    cluster: Annotated[str | None, typer.Option(help="A running Dask scheduler, tcp://HOST:PORT "
+                                                     "(default: a local cluster).")] = None,
+    workers: Annotated[int | None, typer.Option(help="Local worker processes (default: the cores).")] = None,
+    json_out: JsonOpt = False,
+    quiet: QuietOpt = False,
+) -> None:
+    """Solve every phase x spec x solver cell on Dask; rows appear as cells finish."""
+    from ipuopt.sweeps.plan import load_sweep
+    from ipuopt.sweeps.run import run_sweep
+
+    SolveParams(workers=workers)
+    if cluster and workers:
+        raise InputError.one("", "--workers",
+                             "sets the local cluster's size; a --cluster has its own workers")
+    _check_out_dir(out)
+    plan = load_sweep(sweep)
+    with _Progress(quiet, f"sweep {plan.name}: {len(plan.cells)} cells", every=5.0) as progress:
+        run = run_sweep(plan, out, cluster, workers, progress)
+    doc = {"sweep": plan.name, "out": str(out), "cells": run.total, "solved": run.solved,
+           "already_done": run.skipped, "failed": run.failed, "seconds": round(run.seconds, 1)}
+    if json_out:
+        print(json.dumps(doc, indent=1))
+    elif not quiet:
+        print(f"sweep {plan.name}: {run.total} cells, {run.solved} solved now, {run.skipped} already "
+              f"in {out}, {len(run.failed)} failed, {run.seconds:.1f}s")
+        for f in run.failed:
+            print(f"failed     {f}")
+    if run.failed:
+        raise typer.Exit(1)
+
+
+@app.command("sweep-report")
+def sweep_report_cmd(
+    out: Annotated[Path, typer.Argument(help="A sweep's results folder.")],
+    against: Annotated[Path | None, typer.Option(help="An older sweep's folder to compare with.")] = None,
+    png: Annotated[Path | None, typer.Option(help="Also plot it to this PNG file.")] = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Per phase and spec: greedy, best and bound with the gap; per solver totals; with
+    --against, what got better or worse."""
+    from ipuopt.sweeps.report import compare, load_results, report_png, summarise
+
+    _check_out(png)
+    rows = load_results(out)
+    summary = summarise(rows)
+    diff = compare(rows, load_results(against)) if against else None
+    if png:
+        write_atomic(png, report_png(summary, diff))
+    if json_out:
+        print(json.dumps({**summary, **({"against": diff} if diff else {})}, indent=1))
+        return
+    print(f"{'phase':<34} {'spec':<16} {'greedy':>8} {'best':>8} {'bound':>8} {'gap':>7}  best by")
+    for c in summary["cases"]:
+        print(f"{c['phase'][-34:]:<34} {c['spec']:<16} {str(c['greedy']):>8} {c['best']:>8} {c['bound']:>8} "
+              f"{_pct(c['gap']):>7}  {c['best_solver']}")
+    print(f"\n{'solver':<22} {'cells':>5} {'optimal':>7} {'total horizon':>13} {'mean gap':>8} "
+          f"{'seconds':>8}")
+    for s in summary["solvers"]:
+        print(f"{s['solver']:<22} {s['cells']:>5} {s['optimal']:>7} {s['total_horizon']:>13} "
+              f"{_pct(s['mean_gap']):>8} {s['seconds']:>8}")
+    if diff:
+        print(f"\nagainst {against}: {diff['better']} better, {diff['worse']} worse, {diff['same']} same")
+        for c in diff["changes"]:
+            if c["change"]:
+                word = "better" if c["change"] < 0 else "worse"
+                print(f"  {word:<6} {c['phase'][-30:]:<30} {c['spec']:<14} {c['solver']:<16} "
+                      f"{c['before']:>7} -> {c['after']:>7} ({c['percent']:+.2f}%)")
+        for k in diff["only_new"]:
+            print(f"  new    {' '.join(k)}")
+        for k in diff["only_old"]:
+            print(f"  gone   {' '.join(k)}")
+
+
 @specs_app.command("list")
 def specs_list() -> None:
     """Shipped specs, with tile count and description."""

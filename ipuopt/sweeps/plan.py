@@ -1,0 +1,128 @@
+"""A sweep file and the cells it names: phase x spec x solver, each with a content id."""
+
+from __future__ import annotations
+
+import glob
+import hashlib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ipuopt.errors import InputError, Problem, unknown_keys
+from ipuopt.exchange.phase import Phase, load_phase
+from ipuopt.exchange.solve import BACKENDS
+from ipuopt.io import read_document
+from ipuopt.params import SolveParams
+from ipuopt.profiles import load_profile
+from ipuopt.spec import Spec
+
+_KEYS = ("name", "phases", "specs", "solvers", "description")
+_SOLVE_KEYS = ("solver", "profile", "time_limit", "workers", "seed", "params")
+_SUFFIXES = (".yaml", ".yml", ".json")
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One solve of a sweep. `id` hashes what decides its answer: the phase file's content,
+    the resolved spec and the solver options; a rerun finds finished cells by it."""
+
+    id: str
+    phase_file: str  # relative to the sweep file
+    phase: Phase
+    spec: Spec
+    label: str  # the solver as named in reports: "greedy", "cpsat 30s", "profile cpsat-repro"
+    backend: str
+    params: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Sweep:
+    name: str
+    source: Path
+    cells: list[Cell]
+
+
+def _phase_files(patterns: list[Any], base: Path, file: str) -> list[Path]:
+    found: list[Path] = []
+    for i, pattern in enumerate(patterns):
+        if not isinstance(pattern, str):
+            raise InputError.one(file, f"phases[{i}]", "must be a file, folder or glob")
+        path = base / pattern
+        if path.is_dir():
+            matches = sorted(p for p in path.iterdir() if p.suffix in _SUFFIXES)
+        else:
+            matches = sorted(Path(p) for p in glob.glob(str(path), recursive=True) if Path(p).is_file())
+        if not matches:
+            raise InputError.one(file, f"phases[{i}]", f"{pattern!r} matches no phase file")
+        found += [m for m in matches if m not in found]
+    return found
+
+
+def _solver(entry: Any, i: int, file: str) -> tuple[str, str, dict[str, Any]]:
+    """(label, backend, params) of one `solvers` entry."""
+    where = f"solvers[{i}]"
+    if not isinstance(entry, dict):
+        raise InputError.one(file, where, "must be a mapping such as {solver: cpsat, time_limit: 30}")
+    if problems := unknown_keys(entry, _SOLVE_KEYS, file, f"{where}."):
+        raise InputError(problems)
+    if ("solver" in entry) == ("profile" in entry):
+        raise InputError.one(file, where, "name a solver or a profile")
+    if "profile" in entry:
+        backend, params = load_profile(str(entry["profile"]))
+        label = f"profile {entry['profile']}"
+    else:
+        backend, params = str(entry["solver"]), {}
+        if backend not in BACKENDS:
+            raise InputError.one(file, f"{where}.solver",
+                                 f"unknown solver {backend!r} (one of {', '.join(BACKENDS)})")
+        label = backend
+    extra = entry.get("params") or {}
+    if not isinstance(extra, dict):
+        raise InputError.one(file, f"{where}.params", "must be a mapping of backend parameters")
+    params = {**params, **extra, **{k: entry[k] for k in ("time_limit", "workers", "seed") if k in entry}}
+    try:
+        SolveParams.of(params)
+    except InputError as exc:
+        raise InputError([Problem(file, where, p.reason) for p in exc.problems]) from None
+    if "time_limit" in entry:
+        label += f" {entry['time_limit']:g}s"
+    return label, backend, params
+
+
+def load_sweep(path: str | Path) -> Sweep:
+    """Every cell of the sweep, each phase loaded and checked against its spec before any work."""
+    source = Path(path)
+    file = str(source)
+    doc = read_document(source)
+    if not isinstance(doc, dict):
+        raise InputError.one(file, "", "a sweep must be a mapping with phases and solvers")
+    if problems := unknown_keys(doc, _KEYS, file):
+        raise InputError(problems)
+    phases = doc.get("phases")
+    if isinstance(phases, str):
+        phases = [phases]
+    if not isinstance(phases, list) or not phases:
+        raise InputError.one(file, "phases", "must list phase files, folders or globs")
+    specs = doc.get("specs") or [None]
+    if not isinstance(specs, list):
+        raise InputError.one(file, "specs", "must be a list of spec names or files")
+    entries = doc.get("solvers") or [{"solver": "greedy"}]
+    if not isinstance(entries, list):
+        raise InputError.one(file, "solvers", "must be a list of solver options")
+    solvers = [_solver(e, i, file) for i, e in enumerate(entries)]
+    labels = [s[0] for s in solvers]
+    if len(set(labels)) != len(labels):
+        raise InputError.one(file, "solvers", "two entries have the same options")
+    base = source.parent
+    cells = []
+    for phase_path in _phase_files(phases, base, file):
+        content = hashlib.sha256(phase_path.read_bytes()).hexdigest()
+        rel = str(phase_path.relative_to(base)) if phase_path.is_relative_to(base) else str(phase_path)
+        for spec_ref in specs:
+            phase, spec = load_phase(phase_path, None if spec_ref is None else str(spec_ref))
+            for label, backend, params in solvers:
+                key = json.dumps([content, spec.raw, backend, params], sort_keys=True, default=str)
+                cells.append(Cell(hashlib.sha256(key.encode()).hexdigest()[:16], rel, phase, spec, label,
+                                  backend, params))
+    return Sweep(str(doc.get("name") or source.stem), source, cells)
