@@ -15,25 +15,27 @@ from matplotlib.patches import Rectangle  # noqa: E402
 from ipuopt.render.views import View  # noqa: E402
 
 
-def timeline_png(view: View, max_rows: int = 400) -> bytes:
-    """Rows of intervals (the first `max_rows` rows: a picture of 2,944 lanes is unreadable)."""
-    rows = view.rows[:max_rows]
+def timeline_png(view: View) -> bytes:
+    """Rows of intervals; beyond 120 rows (a full chip has 2,944 lanes) the rows become a
+    dense picture with every n-th row labelled."""
+    rows = view.rows
+    dense = len(rows) > 120
     bars: dict[tuple[int, str], list[tuple[int, int]]] = defaultdict(list)
     for r, begin, end, kind, _ in view.items:
         if r < len(rows):
             bars[(r, kind)].append((begin, end - begin))
-    fig, ax = plt.subplots(figsize=(12, min(40, 1.5 + 0.22 * len(rows))))
+    fig, ax = plt.subplots(figsize=(12, 11 if dense else 1.5 + 0.22 * len(rows)))
     for (r, kind), spans in bars.items():
-        ax.broken_barh(spans, (r - 0.4, 0.8), facecolors=view.kinds[kind][0], linewidth=0)
+        ax.broken_barh(spans, (r - 0.5, 1.0) if dense else (r - 0.4, 0.8), facecolors=view.kinds[kind][0],
+                       linewidth=0)
     for r, begin, end, colour in view.marks:
         if r < len(rows):
             ax.add_patch(Rectangle((begin, r - 0.5), end - begin, 1.0, fill=False, edgecolor=colour,
                                    linewidth=1.5))
-    ax.set_yticks(range(len(rows)), rows, fontsize=7 if len(rows) > 40 else 9)
+    step = max(1, len(rows) // 40) * (2 if dense else 1)
+    ax.set_yticks(range(0, len(rows), step), rows[::step], fontsize=7 if len(rows) > 40 else 9)
     ax.set_ylim(len(rows) - 0.5, -0.5)
-    ax.set_xlabel(view.unit)
-    more = f" (first {max_rows} of {len(view.rows)} rows)" if len(view.rows) > max_rows else ""
-    ax.set_title(view.title + more, fontsize=11)
+    ax.set_title(f"{view.title}; {len(rows)} rows; time in {view.unit}", fontsize=11)
     handles = [Rectangle((0, 0), 1, 1, color=c) for c, _ in view.kinds.values()]
     ax.legend(handles, [n for _, n in view.kinds.values()], fontsize=7, loc="upper center",
               bbox_to_anchor=(0.5, -0.06 if len(rows) > 20 else -0.15), ncol=3, frameon=False)
