@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Deterministic answers of every solver, to compare two versions of the code after a refactor:
+#   bash benchmarks/snapshot.sh OUT_DIR        (from the repository root, after the set-up command)
+#   .venv/bin/python benchmarks/snapshot_compare.py OLD_DIR NEW_DIR
+# Exchange: greedy, CP-SAT and LNS (one worker, seed 0, 3 s of deterministic time) on the
+# bundled examples and three workload fixtures, the MILP on the small examples; placement:
+# every solver on the bundled arena, MiniMalloc A and K from tests/data.
+set -euo pipefail
+out=$1
+mkdir -p "$out"
+I=.venv/bin/ipuopt
+for p in tiny small medium benchmarks/fixtures/mini-mlp-test64-gemm1-input.json \
+         benchmarks/fixtures/mini-attention-test64-scores-redistribution.json \
+         benchmarks/fixtures/mini-mlp-test64-gemm2-reduction.json; do
+  n=$(basename "$p" .json)
+  $I solve "$p" --quiet --out "$out/$n-greedy.json"
+  for s in cpsat lns; do
+    $I solve "$p" --quiet --solver $s --workers 1 --seed 0 --time-limit 3 --out "$out/$n-$s.json"
+  done
+done
+for p in tiny small; do $I solve $p --quiet --solver milp --time-limit 10 --out "$out/$p-milp.json"; done
+for s in greedy baseline search cpsat milp auto; do
+  $I place mini-mlp --solver $s --objective peak --workers 1 --seed 0 --out "$out/arena-$s.json" --quiet >/dev/null
+done
+for s in cpsat milp; do
+  $I place mini-mlp --solver $s --objective conflicts --workers 1 --seed 0 --out "$out/arena-conf-$s.json" --quiet >/dev/null
+done
+for i in A K; do
+  $I place --csv tests/data/minimalloc/$i.1048576.csv --capacity 1048576 --workers 1 --seed 0 --time-limit 30 \
+     --out "$out/mm-$i.csv" --quiet >/dev/null
+done
