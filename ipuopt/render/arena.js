@@ -4,13 +4,7 @@
 (function () {
   "use strict";
   const D = window.DATA;
-  const errors = [];
-  window.addEventListener("error", (e) => errors.push(String(e.message)));
-  const consoleError = console.error;
-  console.error = (...args) => { errors.push(args.join(" ")); consoleError(...args); };
-  const canvas = document.getElementById("plot");
-  const tip = document.getElementById("tip");
-  const ctx = canvas.getContext("2d");
+  const { canvas, ctx, tip } = window.PAGE;
   const LEFT = 80, TOP = 10, BOTTOM = 24;
   const paying = new Set();
   D.conflicts.forEach((c) => { paying.add(c[0]); paying.add(c[1]); });
@@ -61,15 +55,8 @@
   document.getElementById("reset").addEventListener("click", () => { a0 = 0; a1 = D.top; draw(); });
   window.addEventListener("resize", () => { size(); draw(); });
   size(); draw();
-  window.timeline = { rows: D.boxes.length, items: D.boxes.length, errors: errors };
-  if (location.hash === "#selftest" && D.boxes.length) {
-    const b = D.boxes[0], r = canvas.getBoundingClientRect();
-    canvas.dispatchEvent(new MouseEvent("mousemove", { clientX: r.left + (xOf(b[1]) + xOf(b[2])) / 2,
-                                                       clientY: r.top + (yOf(b[3]) + yOf(b[4])) / 2 }));
-    const out = document.createElement("pre");
-    out.id = "selftest";
-    out.textContent = JSON.stringify({ rows: D.boxes.length, items: D.boxes.length, tooltip: tip.textContent,
-                                       tooltipShown: tip.style.display === "block", errors: errors });
-    document.body.appendChild(out);
+  if (D.boxes.length) {
+    const b = D.boxes[0];
+    window.PAGE.selftest(D.boxes.length, D.boxes.length, (xOf(b[1]) + xOf(b[2])) / 2, (yOf(b[3]) + yOf(b[4])) / 2);
   }
 })();

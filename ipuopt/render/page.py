@@ -30,7 +30,8 @@ button {{ font-size: 12px; }} #view {{ color: #555; margin-left: 10px; }}
 
 def page(data: dict[str, Any], script: str) -> str:
     """The page for `data` drawn by the package's `script` (timeline.js or arena.js)."""
-    code = resources.files("ipuopt.render").joinpath(script).read_text()
+    files = resources.files("ipuopt.render")
+    code = files.joinpath("common.js").read_text() + "\n" + files.joinpath(script).read_text()
     buttons = ('<button id="taller">taller rows</button> <button id="shorter">shorter rows</button>'
                if script == "timeline.js" else "")
     # "</" inside the JSON would end the script element early

@@ -6,13 +6,7 @@
 (function () {
   "use strict";
   const D = window.DATA;
-  const errors = [];
-  window.addEventListener("error", (e) => errors.push(String(e.message)));
-  const consoleError = console.error;
-  console.error = (...args) => { errors.push(args.join(" ")); consoleError(...args); };
-  const canvas = document.getElementById("plot");
-  const tip = document.getElementById("tip");
-  const ctx = canvas.getContext("2d");
+  const { canvas, ctx, tip } = window.PAGE;
   const LEFT = 90, TOP = 24, BOTTOM = 6;
   let t0 = D.t0, t1 = D.t1 > D.t0 ? D.t1 : D.t0 + 1;
   let rowH = Math.max(3, Math.min(18, Math.floor((window.innerHeight - 140) / Math.max(1, D.rows.length))));
@@ -141,17 +135,9 @@
   size();
   draw();
 
-  // Self-check for tests (page opened with #selftest): hover the first item, report what showed.
-  window.timeline = { rows: D.rows.length, items: D.items.length, errors: errors };
-  if (location.hash === "#selftest" && D.items.length) {
-    const it = D.items[0], rect = canvas.getBoundingClientRect();
+  if (location.hash === "#selftest" && D.items.length) {  // hover the first item
+    const it = D.items[0];
     firstRow = it[0]; draw();
-    const x = (xOf(it[1]) + xOf(it[2])) / 2, y = TOP + rowH / 2;
-    canvas.dispatchEvent(new MouseEvent("mousemove", { clientX: rect.left + x, clientY: rect.top + y }));
-    const out = document.createElement("pre");
-    out.id = "selftest";
-    out.textContent = JSON.stringify({ rows: D.rows.length, items: D.items.length, tooltip: tip.textContent,
-                                       tooltipShown: tip.style.display === "block", errors: errors });
-    document.body.appendChild(out);
+    window.PAGE.selftest(D.rows.length, D.items.length, (xOf(it[1]) + xOf(it[2])) / 2, TOP + rowH / 2);
   }
 })();
