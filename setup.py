@@ -12,6 +12,7 @@ DATA = {
     "ipuopt.data.models": "models",
     "ipuopt.data.models.examples": "models/examples",
     "ipuopt.data.models.arenas": "models/arenas",
+    "ipuopt.data.models.layouts": "models/layouts",
 }
 
 setup(

@@ -740,6 +740,60 @@ def render_arena_cmd(
     print(f"wrote {out}: {len(data['boxes'])} buffers, {len(data['conflicts'])} paying conflicts")
 
 
+@app.command("layout")
+def layout_cmd(
+    problem: Annotated[Path, typer.Argument(help="Layout problem file (YAML or JSON).")],
+    solver: Annotated[str, typer.Option(help="milp | cpsat | beam")] = "milp",
+    time_limit: Annotated[float, typer.Option(help="Seconds for the exact solver.")] = 60.0,
+    k: Annotated[int, typer.Option("--k", help="The k best distinct plans.")] = 1,
+    width: Annotated[int, typer.Option(help="Beam baseline: candidates kept per operator.")] = 64,
+    beam: Annotated[int, typer.Option(help="Beam baseline: partial plans kept per step.")] = 64,
+    workers: Annotated[int | None, typer.Option(help="Solver threads.")] = None,
+    seed: Annotated[int | None, typer.Option(help="Random seed.")] = None,
+    out: Annotated[Path | None, typer.Option(help="Write the plan JSON here.")] = None,
+    json_out: JsonOpt = False,
+    verbose: VerboseOpt = False,
+) -> None:
+    """Pick one candidate per operator: least compute + exchange + redistribution cycles
+    within memory; exact (MILP or CP-SAT) or the beam baseline."""
+    from ipuopt.layout.problem import layout_problem_from_dict
+    from ipuopt.layout.solve import plan
+
+    params = SolveParams(time_limit, workers, seed, verbose)
+    _check_out(out, problem)
+    doc = read_document(problem) if problem.is_file() else None
+    if doc is None or (isinstance(doc, dict) and isinstance(doc.get("operators"), list)):  # a workload
+        raise InputError.one(str(problem), "", "not a layout problem file (generating one from a workload "
+                                               "is not supported yet)")
+    with _solver_log(verbose):
+        result = plan(layout_problem_from_dict(doc, str(problem)), solver, params, k, width, beam)
+    if out:
+        write_json(out, result, protect=(problem,))
+    if json_out:
+        print(json.dumps(result, indent=1))
+    else:
+        print(f"problem    {result['workload']}: solver {solver}  status {result['status']}  "
+              f"time {result['runtime_s']:.2f}s")
+        if result["cycles"] is not None:
+            print(f"cycles     {result['cycles']}  lower bound {result['lower_bound']}")
+        for op, cid in result["choice"].items():
+            print(f"  {op:<14} {cid}")
+        if "reason" in result:
+            print(f"reason     {result['reason']}")
+        b = result.get("beam")
+        if b and solver != "beam":
+            print(f"beam       {b['cycles']} cycles (width {b['width']}, beam {b['beam']})")
+            for d in b.get("discarded", []):
+                where = (f"screened out at rank {d['rank']} of {d['of']}" if d["where"] == "screen"
+                         else f"dropped at step {d['step']}, rank {d['rank']} (beam {d['beam']})")
+                print(f"  lost     {d['operator']} = {d['candidate']}: {where}")
+        for p in result.get("plans", []):
+            picks = "  ".join(f"{o}={c}" for o, c in p["choice"].items())
+            print(f"plan {p['rank']:<5} {p['cycles']}  {picks}")
+    if result["cycles"] is None:
+        raise typer.Exit(1)
+
+
 @app.command("sweep")
 def sweep_cmd(
     sweep: Annotated[Path, typer.Argument(help="Sweep file: phases, specs, solvers.")],

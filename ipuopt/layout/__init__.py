@@ -1,0 +1,1 @@
+"""Layout selection: one implementation per operator, exactly, within memory."""

@@ -1,0 +1,57 @@
+"""The layout choice as a MILP (PuLP; HiGHS or CBC): one-hot choice per operator, a
+linearised edge per (output layout, input layout) pair, one memory row per step and region."""
+
+from __future__ import annotations
+
+import math
+import time
+
+import pulp
+
+from ipuopt.backends import milp
+from ipuopt.layout.model import Structure
+from ipuopt.layout.problem import LayoutProblem
+from ipuopt.params import SolveParams
+from ipuopt.result import Result, Status
+
+
+def solve_layout_milp(problem: LayoutProblem, st: Structure, params: SolveParams,
+                      exclude: list[dict[str, int]] = (), hint: dict[str, int] | None = None) -> Result:
+    """Choice as operator -> candidate index. `exclude` rules out earlier plans (k-best)."""
+    milp.check_options(params)
+    t0 = time.perf_counter()
+    prob = pulp.LpProblem("layout", pulp.LpMinimize)
+    x = {op: [prob.add_variable(f"x{k}_{i}", cat="Binary") for i in range(len(st.cost[op]))]
+         for k, op in enumerate(problem.order)}
+    objective = []
+    for op, xs in x.items():
+        prob += pulp.lpSum(xs) == 1
+        for i, v in enumerate(xs):
+            if not st.allowed[op][i]:
+                prob += v == 0
+            objective.append(st.cost[op][i] * v)
+    for n, e in enumerate(st.edges):
+        z = {a: pulp.lpSum(x[e.src][i] for i in idx) for a, idx in e.outputs.items()}
+        w = {b: pulp.lpSum(x[e.dst][j] for j in idx) for b, idx in e.needs.items()}
+        for m, ((a, b), cycles) in enumerate(e.cost.items()):
+            if cycles is None:
+                prob += z[a] + w[b] <= 1
+            elif cycles:
+                y = prob.add_variable(f"y{n}_{m}", 0, 1)
+                prob += y >= z[a] + w[b] - 1
+                objective.append(cycles * y)
+    for k, terms in enumerate(st.memory):
+        for r, items in terms.items():
+            if items:
+                prob += pulp.lpSum(b * x[op][i] for op, i, b in items) <= problem.capacity[r], f"mem{k}_{r}"
+    for plan in exclude:
+        prob += pulp.lpSum(x[op][i] for op, i in plan.items()) <= len(plan) - 1
+    prob += pulp.lpSum(objective)
+    status, bound = milp.solve(prob, params)
+    runtime = time.perf_counter() - t0
+    if status not in (Status.OPTIMAL, Status.FEASIBLE):
+        return Result(status, runtime=runtime, solver="milp")
+    choice = {op: max(range(len(xs)), key=lambda i: xs[i].varValue or 0) for op, xs in x.items()}
+    value = int(round(pulp.value(prob.objective)))
+    bound = value if status == Status.OPTIMAL else None if bound is None else math.ceil(bound - 1e-6)
+    return Result(status, choice, value, bound, runtime, "milp")
