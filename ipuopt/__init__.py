@@ -16,8 +16,8 @@ __version__ = "0.1.0"
 _API = ("Arena", "Bound", "ExchangeResult", "Generation", "Phase", "Placement", "Report",
         "Schedule", "Spec", "Workload", "bounds", "generate", "load_arena", "load_phase",
         "load_schedule", "load_spec", "load_workload", "place", "render_arena", "render_schedule",
-        "render_program", "run", "simulate", "solve", "sweep", "sweep_report", "validate",
-        "validate_placement")
+        "render_program", "run", "select_layouts", "simulate", "solve", "sweep", "sweep_report",
+        "validate", "validate_placement")
 __all__ = ["__version__", *_API]
 
 

@@ -34,8 +34,8 @@ from ipuopt.workloads.workload import Workload, load_workload
 __all__ = ["Arena", "Bound", "ExchangeResult", "Generation", "Phase", "Placement", "Report",
            "Schedule", "Spec", "Workload", "bounds", "generate", "load_arena", "load_phase",
            "load_schedule", "load_spec", "load_workload", "place", "render_arena", "render_schedule",
-           "render_program", "run", "simulate", "solve", "sweep", "sweep_report", "validate",
-           "validate_placement"]
+           "render_program", "run", "select_layouts", "simulate", "solve", "sweep", "sweep_report",
+           "validate", "validate_placement"]
 
 
 def _run_params(time_limit: float | None, workers: int | None, seed: int | None,
@@ -135,3 +135,13 @@ def sweep_report(out: str | Path, against: str | Path | None = None) -> dict[str
     if against is not None:
         doc["against"] = compare(rows, load_results(Path(against)))
     return doc
+
+
+def select_layouts(problem: str | Path, solver: str = "milp", *, k: int = 1, time_limit: float = 60.0,
+                   width: int = 64, beam: int = 64) -> dict[str, Any]:
+    """The plan for a layout problem file (see `ipuopt layout`): status, cycles, bound, choice,
+    the beam's plan and where it lost the exact one, and the k best plans."""
+    from ipuopt.layout.problem import load_layout_problem
+    from ipuopt.layout.solve import plan
+
+    return plan(load_layout_problem(problem), solver, {"time_limit": time_limit}, k, width, beam)

@@ -742,7 +742,7 @@ def render_arena_cmd(
 
 @app.command("layout")
 def layout_cmd(
-    problem: Annotated[Path, typer.Argument(help="Layout problem file (YAML or JSON).")],
+    problem: Annotated[Path, typer.Argument(help="Layout problem file (YAML or JSON) or bundled name.")],
     solver: Annotated[str, typer.Option(help="milp | cpsat | beam")] = "milp",
     time_limit: Annotated[float, typer.Option(help="Seconds for the exact solver.")] = 60.0,
     k: Annotated[int, typer.Option("--k", help="The k best distinct plans.")] = 1,
@@ -756,13 +756,15 @@ def layout_cmd(
 ) -> None:
     """Pick one candidate per operator: least compute + exchange + redistribution cycles
     within memory; exact (MILP or CP-SAT) or the beam baseline."""
+    from ipuopt.data_files import bundled_names, resolve
     from ipuopt.layout.problem import layout_problem_from_dict
     from ipuopt.layout.solve import plan
 
     params = SolveParams(time_limit, workers, seed, verbose)
+    problem = resolve(problem, "models/layouts")
     _check_out(out, problem)
-    doc = read_document(problem) if problem.is_file() else None
-    if doc is None or (isinstance(doc, dict) and isinstance(doc.get("operators"), list)):  # a workload
+    doc = read_document(problem, f" (bundled problems: {', '.join(bundled_names('models/layouts'))})")
+    if isinstance(doc, dict) and isinstance(doc.get("operators"), list):  # a workload
         raise InputError.one(str(problem), "", "not a layout problem file (generating one from a workload "
                                                "is not supported yet)")
     with _solver_log(verbose):

@@ -62,6 +62,7 @@ def test_wheel_installs_and_every_command_runs_elsewhere(tmp_path: Path) -> None
     ok("render", "--program", "run.json", "--out", "run.png")
     ok("place", "mini-mlp", "--out", "p.json")
     ok("render-arena", "mini-mlp", "p.json", "--out", "arena.html")
+    assert '"cycles": 236200' in ok("layout", "toy", "--json")
     ok("solve", "os.yaml", "--profile", "cpsat-repro")
     r = _run([str(venv / "bin" / "python"), "-c",
               "import ipuopt; p, s = ipuopt.load_phase('tiny'); print(ipuopt.solve(p, s).schedule.horizon)"],

@@ -151,6 +151,12 @@ def test_bad_problem_files(case: str, tmp_path: Path) -> None:
     assert r.returncode == 2 and field in r.stderr and "Traceback" not in r.stderr
 
 
+def test_layout_from_python() -> None:
+    import ipuopt
+
+    assert ipuopt.select_layouts(ROOT / "models" / "layouts" / "toy.yaml", "cpsat")["cycles"] == 236200
+
+
 def test_layout_cli_mistakes() -> None:
     r = run_cli("layout", "models/siglip-mlp.yaml")
     assert r.returncode == 2 and "not a layout problem file" in r.stderr
