@@ -851,10 +851,10 @@ def sweep_report_cmd(
     if json_out:
         print(json.dumps({**summary, **({"against": diff} if diff else {})}, indent=1))
         return
-    print(f"{'phase':<34} {'spec':<16} {'greedy':>8} {'best':>8} {'bound':>8} {'gap':>7}  best by")
+    print(f"{'phase':<40} {'spec':<16} {'greedy':>8} {'best':>8} {'bound':>8} {'gap':>7}  best by")
     for c in summary["cases"]:
-        print(f"{c['phase'][-34:]:<34} {c['spec']:<16} {str(c['greedy']):>8} {c['best']:>8} {c['bound']:>8} "
-              f"{_pct(c['gap']):>7}  {c['best_solver']}")
+        print(f"{Path(c['phase']).stem[-40:]:<40} {c['spec']:<16} {str(c['greedy']):>8} {c['best']:>8} "
+              f"{c['bound']:>8} {_pct(c['gap']):>7}  {c['best_solver']}")
     print(f"\n{'solver':<22} {'cells':>5} {'optimal':>7} {'total horizon':>13} {'mean gap':>8} "
           f"{'seconds':>8}")
     for s in summary["solvers"]:
@@ -865,7 +865,7 @@ def sweep_report_cmd(
         for c in diff["changes"]:
             if c["change"]:
                 word = "better" if c["change"] < 0 else "worse"
-                print(f"  {word:<6} {c['phase'][-30:]:<30} {c['spec']:<14} {c['solver']:<16} "
+                print(f"  {word:<6} {Path(c['phase']).stem[-40:]:<40} {c['spec']:<16} {c['solver']:<12} "
                       f"{c['before']:>7} -> {c['after']:>7} ({c['percent']:+.2f}%)")
         for k in diff["only_new"]:
             print(f"  new    {' '.join(k)}")

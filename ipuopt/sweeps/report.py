@@ -87,7 +87,7 @@ def report_png(summary: dict[str, Any], diff: dict[str, Any] | None = None) -> b
     panels = 2 if diff else 1
     fig, axes = plt.subplots(panels, 1, figsize=(12, 4 * panels + 1), squeeze=False)
     cases = summary["cases"]
-    names = [f"{c['phase']} @ {c['spec']}" for c in cases]
+    names = [f"{Path(c['phase']).stem} @ {c['spec']}" for c in cases]
     greedy_gap = [gap(c["greedy"], c["bound"]) or 0.0 if c["greedy"] else 0.0 for c in cases]
     ax = axes[0][0]
     xs = range(len(cases))
@@ -99,11 +99,11 @@ def report_png(summary: dict[str, Any], diff: dict[str, Any] | None = None) -> b
     ax.set_title("sweep: greedy and best against the bound")
     if diff:
         ax = axes[1][0]
-        ch = diff["changes"]
+        ch = [c for c in diff["changes"] if c["change"]]  # the cells that moved
         ax.bar(range(len(ch)), [c["percent"] for c in ch],
                color=["#54a24b" if c["change"] < 0 else "#e45756" for c in ch])
-        ax.set_xticks(range(len(ch)), [f"{c['phase']} {c['spec']} {c['solver']}" for c in ch], rotation=30,
-                      ha="right", fontsize=6)
+        ax.set_xticks(range(len(ch)), [f"{Path(c['phase']).stem} @ {c['spec']}\n{c['solver']}" for c in ch],
+                      rotation=30, ha="right", fontsize=7)
         ax.set_ylabel("horizon change (%)")
         ax.axhline(0, color="#333", linewidth=0.8)
         ax.set_title(f"against the old sweep: {diff['better']} better, {diff['worse']} worse, "
