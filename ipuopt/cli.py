@@ -34,7 +34,8 @@ _TYPER = {"add_completion": False, "no_args_is_help": True, "pretty_exceptions_e
           "rich_markup_mode": None}
 app = typer.Typer(**_TYPER,
                   help="Exact models, lower bounds and greedy fallbacks for IPU compiler problems: exchange "
-                  "scheduling, workload phases, arena placement. Documentation: docs/ in the repository.")
+                  "scheduling, arena placement, layout selection; workload phases, program replay, "
+                  "pictures and sweeps. Documentation: docs/ in the repository.")
 specs_app = typer.Typer(**_TYPER, help="Hardware specs: list, show, diff.")
 import_app = typer.Typer(**_TYPER, help="Convert external benchmark formats to phases.")
 app.add_typer(specs_app, name="specs")
