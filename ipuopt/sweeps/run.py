@@ -19,7 +19,7 @@ from typing import Any
 
 from ipuopt.errors import InputError
 from ipuopt.exchange.solve import solve
-from ipuopt.io import write_json
+from ipuopt.io import write_atomic, write_json
 from ipuopt.params import Progress
 from ipuopt.sweeps.plan import Cell, Sweep
 
@@ -61,7 +61,7 @@ def finished_cells(out: Path) -> set[str]:
         return set()
     data = results.read_bytes()
     if data and not data.endswith(b"\n"):
-        results.write_bytes(data[: data.rfind(b"\n") + 1])
+        write_atomic(results, data[: data.rfind(b"\n") + 1])
     with results.open(newline="") as handle:
         rows = list(csv.DictReader(handle))
     return {r["cell"] for r in rows
