@@ -105,6 +105,8 @@ class _Progress:
             g = (inc - bnd) / inc if inc and bnd is not None else None
             parts.append(f"incumbent {inc}  bound {bnd}  gap {_pct(g)}")
         info.pop("elapsed", None)  # the line starts with it
+        if (done_at := info.pop("done_at", None)) is not None:  # an estimate that counts down
+            parts.append(f"eta {max(0.0, done_at - time.time()):.0f}s")
         parts += [f"{k} {v:.1f}" if isinstance(v, float) else f"{k} {v}" for k, v in info.items()]
         _err("  ".join(parts))
 

@@ -128,7 +128,7 @@ def run_sweep(sweep: Sweep, out: Path, cluster: str | None = None, workers: int 
                 finished = run.skipped + run.solved + len(run.failed)
                 elapsed = time.perf_counter() - t0
                 eta = elapsed / (run.solved + len(run.failed)) * (run.total - finished)
-                tell({"task": f"sweep {finished}/{run.total} cells", "eta": f"{eta:.0f}s",
+                tell({"task": f"sweep {finished}/{run.total} cells", "done_at": time.time() + eta,
                       "last": f"{cell.phase_file} {cell.spec.name} {cell.label}: {answer['row']['status']} "
                               f"{answer['row']['horizon']}"})
     run.seconds = time.perf_counter() - t0
