@@ -248,6 +248,8 @@ def solve_cmd(
     param: Annotated[list[str], typer.Option(help="Backend parameter KEY=VALUE, repeatable.")] = [],  # noqa: B006
     out: Annotated[Path | None, typer.Option(help="Write the schedule JSON here.")] = None,
     json_out: JsonOpt = False,
+    chain: Annotated[bool, typer.Option("--chain", help="Also the schedule's critical chain (what "
+                                                        "holds each step of the last transfer).")] = False,
     verbose: VerboseOpt = False,
     quiet: Annotated[bool, typer.Option("--quiet", help="Print nothing but errors.")] = False,
 ) -> None:
@@ -261,11 +263,18 @@ def solve_cmd(
         write_json(out, res.schedule.to_dict([t.id for t in ph.transfers]), protect=(phase,))
     if res.interrupted:
         _reclaim_stdout()
+    steps = None
+    if chain:
+        from ipuopt.exchange.simulate import simulate
+
+        steps = simulate(ph, sp, res.schedule).chain
     if not quiet:
         if json_out:
-            print(json.dumps(res.summary(), indent=1))
+            print(json.dumps({**res.summary(), **({"critical_chain": steps} if chain else {})}, indent=1))
         else:
             _print_result(res, sp.clock_hz, sp.exchange.sync_cycles)
+            if steps is not None:
+                _print_chain(steps)
     if res.interrupted:
         _interrupted("the schedule", res.schedule.status, out)
 
@@ -305,6 +314,15 @@ def validate_cmd(phase: Annotated[Path, typer.Argument(help="Phase file or bundl
         print(f"{len(report.violations)} violations; recomputed horizon {report.horizon}")
     if not report.ok:
         raise typer.Exit(1)
+
+
+def _print_chain(chain: list[dict[str, Any]]) -> None:
+    print("critical chain (last-ending transfer first):")
+    for step in chain:
+        held = step["held_by"] + (f" of tile {step['tile']}" if "tile" in step else "")
+        after = f" after {step['after']}" if "after" in step else ""
+        print(f"  {step['transfer']:<12} {step['src']:>5} -> {','.join(map(str, step['dst']))[:24]:<24} "
+              f"[{step['start']}, {step['end']})  {step['width']:<8} held by {held}{after}")
 
 
 def _load_arrivals(path: Path | None, tiles: int) -> dict[int, int]:
@@ -353,12 +371,7 @@ def simulate_cmd(
               f"({doc['after_last_arrival']} after the last arrival)")
         lanes = sorted(doc["lanes"].items(), key=lambda kv: -kv[1]["busy"])[:5]
         print("busiest    " + "  ".join(f"{k} {100 * v['busy']:.0f}%" for k, v in lanes))
-        print("critical chain (last-ending transfer first):")
-        for step in doc["critical_chain"]:
-            held = step["held_by"] + (f" of tile {step['tile']}" if "tile" in step else "")
-            after = f" after {step['after']}" if "after" in step else ""
-            print(f"  {step['transfer']:<12} {step['src']:>5} -> {','.join(map(str, step['dst']))[:24]:<24} "
-                  f"[{step['start']}, {step['end']})  {step['width']:<8} held by {held}{after}")
+        _print_chain(doc["critical_chain"])
     if not sim.ok:
         raise typer.Exit(1)
 
@@ -409,7 +422,7 @@ def compare_cmd(
             s = res.schedule
             rows.append({"phase": f.name, "spec": sp.name, "solver": name,
                          "transfers": len(ph.transfers), "bound": s.lower_bound,
-                         "horizon": s.horizon, "status": s.status,
+                         "greedy": s.extra["greedy_horizon"], "horizon": s.horizon, "status": s.status,
                          "gap": None if res.gap is None else round(res.gap, 4),
                          "time_s": round(res.runtime, 2)})
     if json_out:
@@ -421,11 +434,12 @@ def compare_cmd(
         writer.writerows(rows)
         print(buf.getvalue(), end="")
     else:
-        print(f"{'phase':<28} {'solver':<7} {'transfers':>9} {'bound':>8} {'horizon':>8} "
+        print(f"{'phase':<28} {'solver':<7} {'transfers':>9} {'bound':>8} {'greedy':>8} {'horizon':>8} "
               f"{'status':<9} {'gap':>7} {'time':>7}")
         for r in rows:
             print(f"{r['phase'][:28]:<28} {r['solver']:<7} {r['transfers']:>9} {r['bound']:>8} "
-                  f"{r['horizon']:>8} {r['status']:<9} {_pct(r['gap']):>7} {r['time_s']:>6.2f}s")
+                  f"{r['greedy']:>8} {r['horizon']:>8} {r['status']:<9} {_pct(r['gap']):>7} "
+                  f"{r['time_s']:>6.2f}s")
 
 
 def _plan_layouts(plan: Path | None) -> list[str]:

@@ -109,3 +109,11 @@ def test_program_replay(tmp_path: Path) -> None:
     assert again["total_cycles"] == doc["total_cycles"]
     r = run_cli("gen", "mini-mlp", "--spec", "test64", "--plan", str(tmp_path / "plan.json"), "--json")
     assert r.returncode == 0 and json.loads(r.stdout)["layouts"]["gemm1"]["layout"] == doc["layouts"]["gemm1"]
+
+
+def test_solve_prints_the_critical_chain() -> None:
+    doc = json.loads(run_cli("solve", "tiny", "--solver", "cpsat", "--chain", "--json").stdout)
+    chain = doc["critical_chain"]
+    assert chain[0]["end"] == doc["horizon"] and chain[-1]["held_by"] == "phase start"
+    text = run_cli("solve", "tiny", "--chain").stdout
+    assert "critical chain" in text and "held by" in text
