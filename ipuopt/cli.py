@@ -665,12 +665,10 @@ def place_cmd(
         print(f"arena      {problem.name or source}: {len(problem.buffers)} buffers, capacity "
               f"{problem.capacity}")
         print(f"solver     {res.solver}  status {res.status}  time {res.runtime:.2f}s")
-        if res.offsets is None:
-            pass
-        elif objective == "fit":
+        if res.offsets is not None and objective == "fit":
             print(f"objective  fit: every buffer placed within capacity (peak {res.peak} of "
                   f"{problem.capacity} bytes)")
-        else:
+        elif res.offsets is not None:
             print(f"objective  {objective} = {res.value}  peak {res.peak}  lower bound {res.lower_bound}")
         if res.reason:
             print(f"reason     {res.reason}")
