@@ -22,6 +22,7 @@ from ipuopt.exchange.solve import ExchangeResult
 from ipuopt.exchange.solve import solve as _solve
 from ipuopt.exchange.validate import Report
 from ipuopt.exchange.validate import validate as _validate
+from ipuopt.params import SolveParams
 from ipuopt.render.save import save
 from ipuopt.render.views import arena_boxes, phase_view, program_view
 from ipuopt.spec import Spec, load_spec
@@ -38,15 +39,6 @@ __all__ = ["Arena", "Bound", "ExchangeResult", "Generation", "Phase", "Placement
            "validate", "validate_placement"]
 
 
-def _run_params(time_limit: float | None, workers: int | None, seed: int | None,
-                params: dict[str, Any] | None) -> dict[str, Any]:
-    out = dict(params or {})
-    for key, value in (("time_limit", time_limit), ("workers", workers), ("seed", seed)):
-        if value is not None:
-            out[key] = value
-    return out
-
-
 def solve(phase: Phase, spec: Spec, solver: str = "greedy", *, time_limit: float | None = None,
           workers: int | None = None, seed: int | None = None,
           params: dict[str, Any] | None = None) -> ExchangeResult:
@@ -54,7 +46,7 @@ def solve(phase: Phase, spec: Spec, solver: str = "greedy", *, time_limit: float
 
     `params` passes any backend parameter through (a CP-SAT parameter by its own name,
     or `solver: cbc` for the MILP)."""
-    return _solve(phase, spec, solver, _run_params(time_limit, workers, seed, params))
+    return _solve(phase, spec, solver, SolveParams(time_limit, workers, seed, options=dict(params or {})))
 
 
 def bounds(phase: Phase, spec: Spec) -> list[Bound]:
@@ -72,7 +64,7 @@ def validate(phase: Phase, spec: Spec, schedule: Schedule | str | Path) -> Repor
 def place(arena: Arena, objective: str = "fit", solver: str = "auto", *, time_limit: float = 60.0,
           workers: int | None = None, seed: int | None = None) -> Placement:
     """Give an arena's buffers offsets (objective fit | peak | conflicts); validated."""
-    return _place(arena, objective, solver, _run_params(time_limit, workers, seed, None))
+    return _place(arena, objective, solver, SolveParams(time_limit, workers, seed))
 
 
 def generate(workload: Workload | str, spec: Spec | str = "gc200",
@@ -96,7 +88,7 @@ def run(workload: Workload | str, spec: Spec | str = "gc200", layouts: dict[str,
         solver: str = "greedy", *, time_limit: float | None = None) -> dict[str, Any]:
     """The whole program on the chip (see `ipuopt run`): per boundary barrier metrics and totals."""
     gen = generate(workload, spec, layouts)
-    return run_program(gen, solver, _run_params(time_limit, None, None, None)).to_dict()
+    return run_program(gen, solver, SolveParams(time_limit)).to_dict()
 
 
 def render_schedule(phase: Phase, spec: Spec, schedule: Schedule, out: str | Path) -> None:

@@ -771,14 +771,14 @@ def layout_cmd(
 ) -> None:
     """Pick one candidate per operator: least compute + exchange + redistribution cycles
     within memory; exact (MILP or CP-SAT) or the beam baseline."""
-    from ipuopt.data_files import bundled_names, resolve
+    from ipuopt.data_files import bundled_hint, resolve
     from ipuopt.layout.problem import layout_problem_from_dict
     from ipuopt.layout.solve import plan
 
     params = SolveParams(time_limit, workers, seed, verbose)
     problem = resolve(problem, "models/layouts")
     _check_out(out, problem)
-    doc = read_document(problem, f" (bundled problems: {', '.join(bundled_names('models/layouts'))})")
+    doc = read_document(problem, bundled_hint("models/layouts", "problems"))
     if isinstance(doc, dict) and isinstance(doc.get("operators"), list):  # a workload
         raise InputError.one(str(problem), "", "not a layout problem file (generating one from a workload "
                                                "is not supported yet)")

@@ -17,10 +17,20 @@ def data_dir(kind: str) -> Path:
     return _PACKAGE.parent / kind
 
 
+def _folder(kind: str) -> Path:
+    """The shipped folder `kind` ("models/examples", ...)."""
+    top, *rest = kind.split("/")
+    return data_dir(top).joinpath(*rest)
+
+
 def bundled_names(kind: str) -> list[str]:
     """Names of the files shipped under `kind` (e.g. "models/examples")."""
-    folder = data_dir(kind.split("/")[0]).joinpath(*kind.split("/")[1:])
-    return sorted(p.stem for p in folder.glob("*") if p.suffix in _SUFFIXES)
+    return sorted(p.stem for p in _folder(kind).glob("*") if p.suffix in _SUFFIXES)
+
+
+def bundled_hint(kind: str, what: str) -> str:
+    """What follows "file not found": the bundled names the user may have meant."""
+    return f" (bundled {what}: {', '.join(bundled_names(kind))})"
 
 
 def resolve(ref: str | Path, kind: str) -> Path:
@@ -29,7 +39,7 @@ def resolve(ref: str | Path, kind: str) -> Path:
     path = Path(ref)
     if path.exists() or path.suffix in _SUFFIXES or "/" in str(ref):
         return path
-    folder = data_dir(kind.split("/")[0]).joinpath(*kind.split("/")[1:])
+    folder = _folder(kind)
     for suffix in _SUFFIXES:
         if (folder / f"{ref}{suffix}").is_file():
             return folder / f"{ref}{suffix}"

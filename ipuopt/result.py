@@ -45,8 +45,3 @@ class Result:
     @property
     def gap(self) -> float | None:
         return gap(self.value, self.bound)
-
-    @property
-    def found(self) -> bool:
-        return self.solution is not None and self.status in (Status.OPTIMAL, Status.FEASIBLE,
-                                                             Status.FALLBACK)

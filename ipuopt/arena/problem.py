@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ipuopt.data_files import bundled_names, resolve
+from ipuopt.data_files import bundled_hint, resolve
 from ipuopt.errors import InputError, Problem, unknown_keys
 from ipuopt.io import parse_int, read_document
 from ipuopt.limits import MAX_BYTES, MAX_STEPS, too_big
@@ -209,7 +209,7 @@ def check_arena(arena: Arena) -> list[Problem]:
 def load_arena(path: str | Path) -> Arena:
     """An arena by path or by bundled name (models/arenas/)."""
     p = resolve(path, "models/arenas")
-    hint = f" (bundled arenas: {', '.join(bundled_names('models/arenas'))})"
+    hint = bundled_hint("models/arenas", "arenas")
     return arena_from_dict(read_document(p, hint), str(p), p.parent)
 
 

@@ -44,12 +44,12 @@ def milp_solver_name(params: SolveParams) -> str:
     return name
 
 
-def check_options(params: SolveParams, own: tuple[str, ...] = ()) -> None:
-    unknown = set(params.options) - {*OPTIONS, "solver", *own}
+def check_options(params: SolveParams) -> None:
+    unknown = set(params.options) - {*OPTIONS, "solver"}
     if unknown:
         raise InputError.one("", f"params.{sorted(unknown)[0]}",
-                             f"not a MILP parameter (time_limit, workers, seed, verbose, "
-                             f"{', '.join((*OPTIONS, *own))})")
+                             "not a MILP parameter (time_limit, workers, seed, verbose, "
+                             f"{', '.join(OPTIONS)})")
 
 
 def solve(prob: pulp.LpProblem, params: SolveParams) -> tuple[Status, float | None]:

@@ -8,7 +8,7 @@ from typing import Any
 
 import networkx as nx
 
-from ipuopt.data_files import bundled_names, resolve
+from ipuopt.data_files import bundled_hint, resolve
 from ipuopt.errors import InputError, Problem, unknown_keys
 from ipuopt.io import parse_int, read_document
 from ipuopt.spec import Spec, load_spec
@@ -207,7 +207,7 @@ def check_phase(phase: Phase, spec: Spec) -> list[Problem]:
 def load_phase(path: str | Path, spec_override: str | None = None) -> tuple[Phase, Spec]:
     """Load a phase and its spec (`spec_override` replaces the phase's), all problems at once."""
     p = resolve(path, "models/examples")
-    hint = f" (bundled examples: {', '.join(bundled_names('models/examples'))})"
+    hint = bundled_hint("models/examples", "examples")
     phase, problems = _parse(read_document(p, hint), str(p))
     if not phase.spec_ref and not spec_override:
         raise InputError(problems)

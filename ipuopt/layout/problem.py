@@ -7,6 +7,7 @@ step, and which choices are allowed."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -62,9 +63,15 @@ class LayoutProblem:
 
     def live_steps(self, op: str) -> range:
         """Steps (after its own) at which the output of `op` is held: until its last consumer."""
-        out = self.operators[op].output
-        consumers = [self.step(o.name) for o in self.operators.values() if out in o.inputs]
-        return range(self.step(op) + 1, max(consumers, default=self.step(op)) + 1)
+        return self._held[op]
+
+    @cached_property
+    def _held(self) -> dict[str, range]:
+        out = {}
+        for name, op in self.operators.items():
+            consumers = [self.step(o.name) for o in self.operators.values() if op.output in o.inputs]
+            out[name] = range(self.step(name) + 1, max(consumers, default=self.step(name)) + 1)
+        return out
 
     def move(self, tensor: str, have: str, need: str) -> int | None:
         """Cycles to bring `tensor` from layout `have` to `need`; None when not allowed."""

@@ -48,8 +48,8 @@ def phase_view(phase: Phase, spec: Spec, schedule: Schedule) -> View:
     outlined, its memory-hazard steps in another colour."""
     sim = simulate(phase, spec, schedule)
     by_id = {t.id: t for t in phase.transfers}
-    tiles = sorted({u.resource[1] for u in resource_uses(phase, spec, schedule)
-                    if u.resource[0] in ("tx", "rx")})
+    lane_uses = [u for u in resource_uses(phase, spec, schedule) if u.resource[0] in ("tx", "rx")]
+    tiles = sorted({u.resource[1] for u in lane_uses})
     row = {}
     rows: list[str] = []
     for tile in tiles:
@@ -65,10 +65,8 @@ def phase_view(phase: Phase, spec: Spec, schedule: Schedule) -> View:
             refs.append(f"{t.id}: {t.src} -> {dst}, {t.words} words, {width}, "
                         f"start {schedule.starts[t.id]}, end {sim.finish.get(t.id)}")
     items = []
-    for u in resource_uses(phase, spec, schedule):
+    for u in lane_uses:
         lane, tile = u.resource[0], u.resource[1]
-        if lane not in ("tx", "rx"):
-            continue
         t = by_id[u.transfer]
         if lane == "rx":
             kind = "receive-paired" if u.fmt == "paired" else "receive"
