@@ -442,16 +442,17 @@ def compare_cmd(
                   f"{r['time_s']:>6.2f}s")
 
 
-def _plan_layouts(plan: Path | None) -> list[str]:
-    """A layout plan's `choice` (operator -> candidate id, which is the layout label) as
-    --layout items."""
+def _plan_layouts(plan: Path | None, wl) -> list[str]:
+    """A layout plan's `choice` of GEMM layouts (operator -> candidate id, which is the layout
+    label) as --layout items; elementwise operators run on their input's layout."""
     if plan is None:
         return []
     doc = read_document(plan)
     choice = doc.get("choice") if isinstance(doc, dict) else None
     if not isinstance(choice, dict) or not all(isinstance(v, str) for v in choice.values()):
         raise InputError.one(str(plan), "choice", "a plan needs a mapping operator -> candidate id")
-    return [f"{op}={label}" for op, label in choice.items()]
+    elementwise = {o.name for o in wl.operators if o.kind != "gemm"}
+    return [f"{op}={label}" for op, label in choice.items() if op not in elementwise]
 
 
 PlanOpt = Annotated[Path | None, typer.Option(help="A layout plan JSON; its `choice` gives the layouts.")]
@@ -490,7 +491,7 @@ def gen_cmd(
     wl = load_workload(workload)
     sp = load_spec(spec, field="--spec")
     with _Progress(quiet, f"gen {wl.name}"):
-        gen = generate(wl, sp, _parse_layouts(_plan_layouts(plan) + layout, sp))
+        gen = generate(wl, sp, _parse_layouts(_plan_layouts(plan, wl) + layout, sp))
         stats = [phase_stats(gp, sp) for gp in gen.phases]
     rows = []
     for gp, st in zip(gen.phases, stats, strict=True):
@@ -547,7 +548,7 @@ def run_cmd(
     wl = load_workload(workload)
     sp = load_spec(spec, field="--spec")
     with _Progress(quiet, f"run {wl.name}") as progress:
-        gen = generate(wl, sp, _parse_layouts(_plan_layouts(plan) + layout, sp))
+        gen = generate(wl, sp, _parse_layouts(_plan_layouts(plan, wl) + layout, sp))
         run = run_program(gen, backend, params, progress)
     doc = run.to_dict()
     if out:
@@ -755,60 +756,154 @@ def render_arena_cmd(
     print(f"wrote {out}: {len(data['boxes'])} buffers, {len(data['conflicts'])} paying conflicts")
 
 
+@app.command("layout-problem")
+def layout_problem_cmd(
+    workload: Annotated[str, typer.Argument(help="Workload name under models/ or a file.")],
+    out: Annotated[Path, typer.Option(help="Write the layout problem (YAML) here.")],
+    spec: Annotated[str, typer.Option(help="Spec name or file.")] = "gc200",
+    within: WithinOpt = 0.0,
+    min_utilisation: UtilOpt = 0.5,
+    json_out: JsonOpt = False,
+    quiet: QuietOpt = False,
+) -> None:
+    """Price every candidate layout of a workload's operators and the redistributions that can
+    matter; write the layout problem that `ipuopt layout` solves."""
+    _check_out(out)
+    problem, doc, _ = _build_layout_problem(workload, spec, within, min_utilisation, quiet)
+    write_atomic(out, yaml.safe_dump(doc, sort_keys=False, width=200))
+    kept = doc["kept"]
+    if json_out:
+        print(json.dumps({"out": str(out), **kept}, indent=1))
+        return
+    print(f"wrote {out}: {problem.name}, {kept['redistribution_rows']} redistribution rows "
+          f"({kept['pairs_priced']} moves priced) in {kept['seconds']} s")
+    for op, n in kept["enumerated"].items():
+        print(f"  {op:<14} {n:>7} candidates, {kept['kept'][op]:>5} kept")
+    print(f"reference plan {kept['reference_cycles']} cycles; kept: every candidate that can be in a plan "
+          f"within {kept['within']:.0%} of it")
+
+
+WithinOpt = Annotated[float, typer.Option(help="Keep every candidate that can be in a plan within this "
+                                               "fraction of the best (0: the optimum's only).")]
+UtilOpt = Annotated[float, typer.Option(help="Enumerate GEMM grids using at least this share of tiles.")]
+
+
+def _build_layout_problem(workload: str, spec: str, within: float, min_utilisation: float,
+                          quiet: bool):
+    from ipuopt.layout.build import build_problem
+    from ipuopt.workloads.workload import load_workload
+
+    if not 0 <= within <= 10:
+        raise InputError.one("", "--within", f"must be in 0..10, got {within}")
+    if not 0 < min_utilisation <= 1:
+        raise InputError.one("", "--min-utilisation", f"must be in (0, 1], got {min_utilisation}")
+    wl = load_workload(workload)
+    sp = load_spec(spec, field="--spec")
+    with _Progress(quiet, f"layout problem {wl.name} on {sp.name}") as progress:
+        problem, doc = build_problem(wl, sp, within, min_utilisation,
+                                     lambda m: progress({"task": m}))
+    problem.extra["workload"] = doc["workload"] = workload
+    return problem, doc, (wl, sp)
+
+
 @app.command("layout")
 def layout_cmd(
-    problem: Annotated[Path, typer.Argument(help="Layout problem file (YAML or JSON) or bundled name.")],
+    problem: Annotated[Path, typer.Argument(help="Layout problem file (YAML or JSON) or bundled name, "
+                                                 "or a workload (name or file) to build the problem from.")],
+    spec: Annotated[str, typer.Option(help="Spec of a workload (name or file).")] = "gc200",
     solver: Annotated[str, typer.Option(help="milp | cpsat | beam")] = "milp",
     time_limit: Annotated[float, typer.Option(help="Seconds for the exact solver.")] = 60.0,
     k: Annotated[int, typer.Option("--k", help="The k best distinct plans.")] = 1,
     width: Annotated[int, typer.Option(help="Beam baseline: candidates kept per operator.")] = 64,
     beam: Annotated[int, typer.Option(help="Beam baseline: partial plans kept per step.")] = 64,
+    rerank: Annotated[bool, typer.Option("--rerank", help="Schedule each plan's phases and rank the plans "
+                                                          "by scheduled cycles.")] = False,
+    profile: Annotated[str | None, typer.Option(help="Solver profile for --rerank (default greedy).")] = None,
+    within: WithinOpt = 0.0,
+    min_utilisation: UtilOpt = 0.5,
     workers: Annotated[int | None, typer.Option(help="Solver threads.")] = None,
     seed: Annotated[int | None, typer.Option(help="Random seed.")] = None,
     out: Annotated[Path | None, typer.Option(help="Write the plan JSON here.")] = None,
     json_out: JsonOpt = False,
     verbose: VerboseOpt = False,
+    quiet: QuietOpt = False,
 ) -> None:
     """Pick one candidate per operator: least compute + exchange + redistribution cycles
     within memory; exact (MILP or CP-SAT) or the beam baseline."""
-    from ipuopt.data_files import bundled_hint, resolve
+    from ipuopt.data_files import bundled_hint, bundled_names, resolve
     from ipuopt.layout.problem import layout_problem_from_dict
     from ipuopt.layout.solve import plan
 
     params = SolveParams(time_limit, workers, seed, verbose)
-    problem = resolve(problem, "models/layouts")
-    _check_out(out, problem)
-    doc = read_document(problem, bundled_hint("models/layouts", "problems"))
+    rerank_backend, rerank_params = _params(profile, None, None, None, None, []) if rerank else (None, None)
+    path = resolve(problem, "models/layouts")
+    if not path.exists() and str(problem) in bundled_names("models"):
+        path = resolve(problem, "models")
+    _check_out(out, path)
+    doc = read_document(path, bundled_hint("models/layouts", "problems") + "; "
+                        + bundled_hint("models", "workloads").strip())
+    built = None
     if isinstance(doc, dict) and isinstance(doc.get("operators"), list):  # a workload
-        raise InputError.one(str(problem), "", "not a layout problem file (generating one from a workload "
-                                               "is not supported yet)")
+        if k > 1 and within == 0:
+            within = 0.02  # room for runners-up
+        ref = str(problem) if path.parent == resolve(problem, "models").parent != Path(".") else str(path)
+        problem_, _, built = _build_layout_problem(ref, spec, within, min_utilisation, quiet)
+    else:
+        problem_ = layout_problem_from_dict(doc, str(path))
     with _solver_log(verbose):
-        result = plan(layout_problem_from_dict(doc, str(problem)), solver, params, k, width, beam)
+        result = plan(problem_, solver, params, k, width, beam)
+    if "kept" in problem_.extra:
+        result["kept"] = problem_.extra["kept"]
+    if rerank and result["choice"]:
+        from ipuopt.layout.rerank import rerank as rerank_plans
+        from ipuopt.workloads.workload import load_workload
+
+        if built is None:
+            ref = problem_.extra.get("workload")
+            if not ref or not problem_.extra.get("spec"):
+                raise InputError.one(str(path), "workload", "--rerank needs the problem's workload and spec "
+                                                            "(a generated problem names both)")
+            built = (load_workload(ref), load_spec(problem_.extra["spec"], field="spec"))
+        plans = result.get("plans") or [{"rank": 1, "cycles": result["cycles"], "choice": result["choice"]}]
+        with _Progress(quiet, "rerank") as progress:
+            result["rerank"] = rerank_plans(plans, *built, rerank_backend, rerank_params, progress)
     if out:
-        write_json(out, result, protect=(problem,))
+        write_json(out, result, protect=(path,))
     if json_out:
         print(json.dumps(result, indent=1))
     else:
-        print(f"problem    {result['workload']}: solver {solver}  status {result['status']}  "
-              f"time {result['runtime_s']:.2f}s")
-        if result["cycles"] is not None:
-            print(f"cycles     {result['cycles']}  lower bound {result['lower_bound']}")
-        for op, cid in result["choice"].items():
-            print(f"  {op:<14} {cid}")
-        if "reason" in result:
-            print(f"reason     {result['reason']}")
-        b = result.get("beam")
-        if b and solver != "beam":
-            print(f"beam       {b['cycles']} cycles (width {b['width']}, beam {b['beam']})")
-            for d in b.get("discarded", []):
-                where = (f"screened out at rank {d['rank']} of {d['of']}" if d["where"] == "screen"
-                         else f"dropped at step {d['step']}, rank {d['rank']} (beam {d['beam']})")
-                print(f"  lost     {d['operator']} = {d['candidate']}: {where}")
-        for p in result.get("plans", []):
-            picks = "  ".join(f"{o}={c}" for o, c in p["choice"].items())
-            print(f"plan {p['rank']:<5} {p['cycles']}  {picks}")
+        _print_plan(result, solver)
     if result["cycles"] is None:
         raise typer.Exit(1)
+
+
+def _print_plan(result: dict[str, Any], solver: str) -> None:
+    print(f"problem    {result['workload']}: solver {solver}  status {result['status']}  "
+          f"time {result['runtime_s']:.2f}s")
+    if kept := result.get("kept"):
+        counts = ", ".join(f"{op} {n}/{kept['enumerated'][op]}" for op, n in kept["kept"].items())
+        print(f"kept       {counts} candidates ({kept['seconds']} s to build)")
+    if result["cycles"] is not None:
+        print(f"cycles     {result['cycles']}  lower bound {result['lower_bound']}")
+    for op, cid in result["choice"].items():
+        print(f"  {op:<14} {cid}")
+    if "reason" in result:
+        print(f"reason     {result['reason']}")
+    b = result.get("beam")
+    if b and solver != "beam":
+        print(f"beam       {b['cycles']} cycles (width {b['width']}, beam {b['beam']})")
+        for d in b.get("discarded", []):
+            where = (f"screened out at rank {d['rank']} of {d['of']}" if d["where"] == "screen"
+                     else f"dropped at step {d['step']}, rank {d['rank']} (beam {d['beam']})")
+            print(f"  lost     {d['operator']} = {d['candidate']}: {where}")
+    for p in result.get("plans", []):
+        picks = "  ".join(f"{o}={c}" for o, c in p["choice"].items())
+        print(f"plan {p['rank']:<5} {p['cycles']}  {picks}")
+    if rr := result.get("rerank"):
+        print(f"{'rank':>4} {'model':>9} {'scheduled':>10} {'sched rank':>10}")
+        for r in rr:
+            print(f"{r['rank']:>4} {r['cycles']:>9} {r['scheduled']:>10} {r['scheduled_rank']:>10}"
+                  + ("" if r["agrees"] else "  <- the rankings disagree"))
 
 
 @app.command("sweep")

@@ -1,0 +1,207 @@
+"""Cycle prices of GEMM layouts and of the redistributions between them, for layout problems.
+
+Every exchange is priced by its *load bound*: per tile, the receive lane carries
+rx_lead + d per transfer received and the transmit lane tx_overhead + d per transfer
+sent, d being the payload at the fastest width; the phase cannot end before the busiest
+lane's work plus the shortest route (the endpoint bound with each transfer at its
+cheapest width and the shortest latency, so never above it, nor above the optimum).
+
+The transfers priced are exactly those `ipuopt gen` emits (`workloads.phases`): pieces
+held, boxes needed, one multicast per overlap, split at the fan-out. A GEMM's own
+exchange is its weight broadcast (row 0 of the grid to the other rows) and its reduction,
+each priced as a phase of its own, in closed form; moving an activation (or a graph
+input) into the layout a consumer needs is priced from its boxes.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from ipuopt.exchange.timing import payload_cycles
+from ipuopt.spec import Spec
+from ipuopt.workloads.boxes import Box, View, split, volume
+from ipuopt.workloads.gemm import PARTIAL_BYTES, Candidate
+from ipuopt.workloads.workload import Operator, Workload
+
+
+@dataclass(frozen=True)
+class Held:
+    """Where a tensor is: one entry per piece (tile, stored box)."""
+
+    tiles: np.ndarray  # (n,)
+    lo: np.ndarray  # (n, 3)
+    hi: np.ndarray  # (n, 3)
+
+    @classmethod
+    def of(cls, items: list[tuple[int, Box]]) -> Held:
+        return cls(np.array([t for t, _ in items], dtype=np.int64),
+                   np.array([[r[0] for r in b] for _, b in items], dtype=np.int64).reshape(-1, 3),
+                   np.array([[r[1] for r in b] for _, b in items], dtype=np.int64).reshape(-1, 3))
+
+    def largest(self) -> int:
+        """Elements of the largest piece on one tile."""
+        if not len(self.tiles):
+            return 0
+        per = np.prod(self.hi - self.lo, axis=1)
+        return int(np.bincount(self.tiles, weights=per).max())
+
+
+Needs = list[tuple[tuple[int, ...], Box]]  # (tiles that need it, stored box)
+
+
+class Lanes:
+    """Per-tile lane work of one phase, and its load bound."""
+
+    def __init__(self, spec: Spec) -> None:
+        self.spec = spec
+        ex = spec.exchange
+        self.rate = max(ex.ordinary_words_per_cycle, ex.paired_words_per_cycle)
+        self.rx = np.zeros(spec.tiles, dtype=np.int64)
+        self.tx = np.zeros(spec.tiles, dtype=np.int64)
+
+    def d(self, words: int) -> int:
+        return payload_cycles(words, self.rate)
+
+    def ds(self, words: np.ndarray) -> np.ndarray:
+        if float(self.rate).is_integer():
+            return -(-words // int(self.rate))
+        return np.array([self.d(int(w)) for w in words], dtype=np.int64)
+
+    def bound(self) -> int:
+        ex = self.spec.exchange
+        lat0 = self.spec.latency(0, 1)
+        rx, tx = int(self.rx.max()), int(self.tx.max())
+        return max(rx + ex.tx_overhead + lat0 - ex.rx_lead if rx else 0, tx + lat0 if tx else 0)
+
+
+def move_bound(held: Held, needs: Needs, elem: int, spec: Spec) -> int:
+    """Load bound of the phase that routes `needs` from `held` (as `ipuopt gen` would)."""
+    ex = spec.exchange
+    lanes = Lanes(spec)
+    for tiles, box in needs:
+        nlo = np.array([r[0] for r in box])
+        nhi = np.array([r[1] for r in box])
+        ilo, ihi = np.maximum(held.lo, nlo), np.minimum(held.hi, nhi)
+        hit = np.nonzero(np.all(ilo < ihi, axis=1))[0]
+        if not len(hit):
+            continue
+        vol = np.prod(ihi[hit] - ilo[hit], axis=1)
+        d = lanes.ds(-(-vol * elem // ex.word_bytes))
+        src = held.tiles[hit]
+        need_tiles = np.array(tiles)
+        inside = np.isin(src, need_tiles)
+        dst = len(tiles) - inside
+        chunks = -(-dst // ex.max_fanout)
+        np.add.at(lanes.tx, src, chunks * (ex.tx_overhead + d))
+        sent = dst > 0
+        lanes.rx[need_tiles] += int(np.sum((ex.rx_lead + d)[sent]))
+        back = inside & sent  # a holder that needs the block does not receive its own piece
+        np.add.at(lanes.rx, src[back], -(ex.rx_lead + d[back]))
+    return lanes.bound()
+
+
+def move_floor(block_elems: int, tiles: int, held_elems: int, elem: int, spec: Spec) -> int:
+    """A lower bound on `move_bound` whatever the producer's layout: `tiles` tiles need the
+    same block of `block_elems`; one holding at most `held_elems` of it receives the rest, and
+    since the producer's pieces are disjoint, together they hold at most one block, so the
+    busiest receives at least (tiles - 1) / tiles of it."""
+    ex = spec.exchange
+    rest = max(block_elems - held_elems, -(-block_elems * (tiles - 1) // tiles))
+    if rest <= 0:
+        return 0
+    lanes = Lanes(spec)
+    return lanes.d(math.ceil(rest * elem / ex.word_bytes)) + ex.tx_overhead + spec.latency(0, 1)
+
+
+# ---- the grid of a GEMM candidate -------------------------------------------------------
+
+
+def grid_tile(c: Candidate, g: int, r: int, col: int, p: int) -> int:
+    lay = c.layout
+    return ((g * lay.parts + p) * lay.rows + r) * lay.cols + col
+
+
+def _splits(wl: Workload, op: Operator, c: Candidate):
+    batch, m, k, n = wl.gemm_dims(op)
+    lay = c.layout
+    bsplit = [(g * c.batches_per_group, min(batch, (g + 1) * c.batches_per_group))
+              for g in range(c.groups)]
+    return bsplit, split(m, lay.rows), split(k, lay.parts), split(n, lay.cols)
+
+
+def _stored(wl: Workload, view: View, box: Box) -> list[Box]:
+    return view.to_stored(box, wl.tensors[view.tensor].shape)
+
+
+def operand_needs(wl: Workload, op: Operator, c: Candidate, which: int) -> Needs:
+    """What the grid needs of operand `which` (0: A, multicast along a row of the grid's
+    columns; 1: B, along its rows), in stored boxes."""
+    bsplit, msplit, ksplit, nsplit = _splits(wl, op, c)
+    lay, view = c.layout, op.inputs[which]
+    out: Needs = []
+    for g, bl in enumerate(bsplit):
+        for p, kk in enumerate(ksplit):
+            if which == 0:
+                for r, rr in enumerate(msplit):
+                    tiles = tuple(grid_tile(c, g, r, x, p) for x in range(lay.cols))
+                    out.extend((tiles, b) for b in _stored(wl, view, (bl, rr, kk)))
+            else:
+                for x, cc in enumerate(nsplit):
+                    tiles = tuple(grid_tile(c, g, r, x, p) for r in range(lay.rows))
+                    out.extend((tiles, b) for b in _stored(wl, view, (bl, kk, cc)))
+    return out
+
+
+def output_held(wl: Workload, op: Operator, c: Candidate) -> Held:
+    """Where the GEMM leaves its output: block (r, c) on partial 0, or, with P partials,
+    piece (i, j) of the block on its owner, partial i*B + j."""
+    bsplit, msplit, _, nsplit = _splits(wl, op, c)
+    lay = c.layout
+    items: list[tuple[int, Box]] = []
+    for g, bl in enumerate(bsplit):
+        for r, rr in enumerate(msplit):
+            for x, cc in enumerate(nsplit):
+                for i, ra in enumerate(split(rr[1] - rr[0], lay.sub_a)):
+                    for j, cb in enumerate(split(cc[1] - cc[0], lay.sub_b)):
+                        box = (bl, (rr[0] + ra[0], rr[0] + ra[1]), (cc[0] + cb[0], cc[0] + cb[1]))
+                        tile = grid_tile(c, g, r, x, i * lay.sub_b + j if lay.parts > 1 else 0)
+                        items.extend((tile, b) for b in _stored(wl, op.out, box))
+    return Held.of(items)
+
+
+def input_held(wl: Workload, tensor: str, spec: Spec) -> Held:
+    """A graph input arrives split by rows over the first tiles (as `ipuopt gen` assumes)."""
+    b, rows, cols = wl.tensors[tensor].shape
+    parts = split(rows, min(rows, spec.tiles))
+    return Held.of([(t, ((0, b), rr, (0, cols))) for t, rr in enumerate(parts)])
+
+
+def own_exchange(wl: Workload, op: Operator, c: Candidate, spec: Spec) -> dict[str, int]:
+    """Load bounds of the GEMM's own phases, in closed form: the weight broadcast (when B is
+    a weight) and the reduction (when P > 1). The largest block holds the busiest lanes."""
+    ex = spec.exchange
+    lay = c.layout
+    batch, m, k, n = wl.gemm_dims(op)
+    lat0 = spec.latency(0, 1)
+    mb, kb, nb = math.ceil(m / lay.rows), math.ceil(k / lay.parts), math.ceil(n / lay.cols)
+    bb = c.batches_per_group
+    lanes = Lanes(spec)
+    out = {"weights": 0, "reduction": 0}
+    if wl.tensors[op.inputs[1].tensor].weight and lay.rows > 1:
+        boxes = _stored(wl, op.inputs[1], ((0, bb), (0, kb), (0, nb)))
+        ds = [lanes.d(math.ceil(volume(b) * wl.elem_bytes / ex.word_bytes)) for b in boxes]
+        chunks = math.ceil((lay.rows - 1) / ex.max_fanout)
+        tx = sum(chunks * (ex.tx_overhead + d) for d in ds)
+        rx = sum(ex.rx_lead + d for d in ds)
+        out["weights"] = max(tx + lat0, rx + ex.tx_overhead + lat0 - ex.rx_lead)
+    if lay.parts > 1:
+        ds = [lanes.d(math.ceil(bb * (a1 - a0) * (b1 - b0) * PARTIAL_BYTES / ex.word_bytes))
+              for a0, a1 in split(mb, lay.sub_a) for b0, b1 in split(nb, lay.sub_b)]
+        sends = [ex.tx_overhead + d for d in ds]
+        tx = sum(sends) - min(sends)  # a partial sends every piece but the one it owns
+        rx = (lay.parts - 1) * (ex.rx_lead + max(ds))
+        out["reduction"] = max(tx + lat0, rx + ex.tx_overhead + lat0 - ex.rx_lead)
+    return out

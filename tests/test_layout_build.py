@@ -1,0 +1,162 @@
+"""Layout problems built from workloads: prices equal the phases `ipuopt gen` emits, floors
+are floors, and pruning keeps the optimum."""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+import subprocess
+import sys
+from collections import defaultdict
+
+import pytest
+
+from ipuopt.exchange.bounds import endpoint_bound
+from ipuopt.exchange.timing import phase_timings
+from ipuopt.layout import pricing
+from ipuopt.layout.build import build_problem
+from ipuopt.layout.solve import plan
+from ipuopt.spec import load_spec
+from ipuopt.workloads.gemm import enumerate_candidates
+from ipuopt.workloads.phases import generate
+from ipuopt.workloads.workload import load_workload
+
+
+def lanes_bound(transfers, spec) -> int:
+    """The load bound recomputed from generated transfers (independently of `pricing`)."""
+    ex = spec.exchange
+    rate = max(ex.ordinary_words_per_cycle, ex.paired_words_per_cycle)
+    rx: dict[int, int] = defaultdict(int)
+    tx: dict[int, int] = defaultdict(int)
+    for t in transfers:
+        d = math.ceil(t.words / rate)
+        tx[t.src] += ex.tx_overhead + d
+        for x in t.dst:
+            rx[x] += ex.rx_lead + d
+    lat = spec.latency(0, 1)
+    return max(max(rx.values(), default=0) + ex.tx_overhead + lat - ex.rx_lead if rx else 0,
+               max(tx.values(), default=0) + lat if tx else 0)
+
+
+def _source(wl, gen, tensor):
+    """Where a GEMM operand comes from in a generated program: its producing GEMM's output
+    (through elementwise operators, which run in place) or the graph input's rows."""
+    producer = {op.out.tensor: op for op in wl.operators}
+    while tensor in producer and producer[tensor].kind == "elementwise":
+        tensor = producer[tensor].inputs[0].tensor
+    if tensor in producer:
+        op = producer[tensor]
+        return pricing.output_held(wl, op, gen.layouts[op.name])
+    return pricing.input_held(wl, tensor, gen.spec)
+
+
+@pytest.mark.parametrize("workload,spec_name", [("mini-mlp", "test64"), ("mini-attention", "test64"),
+                                                ("mini-mlp", "gc200")])
+def test_prices_are_the_generated_phases(workload, spec_name):
+    """For random layouts: the weight broadcast, reduction and every operand move priced in
+    closed form or from boxes equal the load bound of exactly the transfers `gen` emits for
+    them, which never exceeds the phase's endpoint bound; each move's floor is below it."""
+    wl, spec = load_workload(workload), load_spec(spec_name)
+    rng = random.Random(7)
+    gemms = [op for op in wl.operators if op.kind == "gemm"]
+    pools = {op.name: enumerate_candidates(wl, op, spec) for op in gemms}
+    largest = {op.out.tensor: max(pricing.output_held(wl, op, c).largest() for c in pools[op.name])
+               for op in gemms}
+    for _ in range(6):
+        chosen = {name: rng.choice(pool).layout for name, pool in pools.items()}
+        gen = generate(wl, spec, chosen)
+        for gp in gen.phases:
+            assert lanes_bound(gp.phase.transfers, spec) <= endpoint_bound(
+                phase_timings(gp.phase, spec), spec).value
+        by_phase = {gp.phase.name: gp for gp in gen.phases}
+        for op in gemms:
+            cand = gen.layouts[op.name]
+            own = pricing.own_exchange(wl, op, cand, spec)
+            if cand.layout.parts > 1:
+                red = by_phase[f"{op.name}-reduction"].phase.transfers
+                assert own["reduction"] == lanes_bound(red, spec)
+            first = next(gp for gp in gen.phases if gp.phase.name.startswith(f"{op.name}-")
+                         and not gp.phase.name.endswith("reduction"))
+            carried = {d.transfer: d.tensor for d in first.deliveries}
+            for which, view in enumerate(op.inputs):
+                mine = [t for t in first.phase.transfers if carried[t.id] == view.tensor]
+                if wl.tensors[view.tensor].weight:
+                    assert own["weights"] == lanes_bound(mine, spec)
+                    continue
+                needs = pricing.operand_needs(wl, op, cand, which)
+                priced = pricing.move_bound(_source(wl, gen, view.tensor), needs, wl.elem_bytes, spec)
+                assert priced == lanes_bound(mine, spec), (op.name, view.tensor)
+                src = view.tensor
+                held = largest.get(src) or _source(wl, gen, src).largest()
+                lay = cand.layout
+                bb, m, k, n = wl.gemm_dims(op)
+                mb, kb, nb = math.ceil(m / lay.rows), math.ceil(k / lay.parts), math.ceil(n / lay.cols)
+                block = cand.batches_per_group * (mb * kb if which == 0 else kb * nb)
+                group = lay.cols if which == 0 else lay.rows
+                if src in largest or not wl.tensors[src].input:
+                    assert pricing.move_floor(block, group, held, wl.elem_bytes, spec) <= priced
+
+
+@pytest.mark.parametrize("workload", ["mini-mlp", "mini-attention"])
+def test_pruning_keeps_the_optimum(workload):
+    """The kept problem has the optimum of a far less pruned one, and its plan is priced as
+    the problem says."""
+    wl, spec = load_workload(workload), load_spec("test64")
+    tight, doc = build_problem(wl, spec, within=0.0, min_utilisation=0.9)
+    loose, loose_doc = build_problem(wl, spec, within=0.5, min_utilisation=0.9)
+    assert sum(loose_doc["kept"]["kept"].values()) > sum(doc["kept"]["kept"].values())
+    a = plan(tight, "milp", {"workers": 1, "seed": 0})
+    b = plan(loose, "milp", {"workers": 1, "seed": 0})
+    c = plan(loose, "cpsat", {"workers": 1, "seed": 0})
+    assert a["status"] == b["status"] == c["status"] == "optimal"
+    assert a["cycles"] == b["cycles"] == c["cycles"] <= doc["kept"]["reference_cycles"]
+    assert a["cycles"] <= a["beam"]["cycles"]
+    for name, n in doc["kept"]["kept"].items():
+        assert 0 < n <= doc["kept"]["enumerated"][name]
+
+
+def _ipuopt(*args, cwd):
+    return subprocess.run([sys.executable, "-m", "ipuopt", *args], cwd=cwd, capture_output=True, text=True)
+
+
+def test_layout_problem_and_plan_from_the_command_line(tmp_path):
+    r = _ipuopt("layout-problem", "mini-mlp", "--spec", "test64", "--out", "p.yaml", "--json", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    info = json.loads(r.stdout)
+    assert info["kept"]["gemm1"] < info["enumerated"]["gemm1"]
+    solved = _ipuopt("layout", "p.yaml", "--json", cwd=tmp_path)
+    direct = _ipuopt("layout", "mini-mlp", "--spec", "test64", "--json", "--out", "plan.json", cwd=tmp_path)
+    assert solved.returncode == 0 and direct.returncode == 0, solved.stderr + direct.stderr
+    a, b = json.loads(solved.stdout), json.loads(direct.stdout)
+    assert a["status"] == b["status"] == "optimal" and a["cycles"] == b["cycles"]
+    assert b["workload"] == "mini-mlp" and b["spec"] == "test64"
+    gen = _ipuopt("gen", "mini-mlp", "--spec", "test64", "--plan", "plan.json", "--json", cwd=tmp_path)
+    assert gen.returncode == 0, gen.stderr
+    layouts = json.loads(gen.stdout)["layouts"]
+    assert {op: layouts[op]["layout"] for op in layouts} == {
+        op: cid for op, cid in b["choice"].items() if op in layouts}
+
+
+def test_rerank_schedules_every_finalist(tmp_path):
+    r = _ipuopt("layout", "mini-mlp", "--spec", "test64", "--k", "3", "--rerank", "--json", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    rows = doc["rerank"]
+    assert [x["rank"] for x in rows] == [1, 2, 3]
+    assert sorted(x["scheduled_rank"] for x in rows) == [1, 2, 3]
+    # the scheduled figure is the program replay's own total
+    with open(tmp_path / "plan.json", "w") as f:
+        json.dump({"choice": rows[0]["choice"]}, f)
+    run = _ipuopt("run", "mini-mlp", "--spec", "test64", "--plan", "plan.json", "--json", cwd=tmp_path)
+    assert json.loads(run.stdout)["total_cycles"] == rows[0]["scheduled"]
+
+
+def test_layout_problem_mistakes(tmp_path):
+    for args, field in ((("layout-problem", "nope", "--out", "p.yaml"), "nope"),
+                        (("layout-problem", "mini-mlp", "--out", "p.yaml", "--within", "-1"), "--within"),
+                        (("layout-problem", "mini-mlp", "--out", "p.yaml", "--spec", "nope"), "--spec"),
+                        (("layout", "mini-mlp", "--spec", "nope"), "--spec")):
+        r = _ipuopt(*args, cwd=tmp_path)
+        assert r.returncode == 2 and "Traceback" not in r.stderr and field in r.stderr, r.stderr
+    assert not (tmp_path / "p.yaml").exists()
