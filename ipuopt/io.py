@@ -72,6 +72,9 @@ def write_atomic(path: str | Path, text: str | bytes, protect: tuple[Path, ...] 
             handle.write(text)
             handle.flush()
             os.fsync(handle.fileno())
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)  # as a plain open() would have made it, not mkstemp's 0600
         os.replace(tmp, target)
     except BaseException:
         if os.path.exists(tmp):

@@ -63,6 +63,9 @@ def test_wheel_installs_and_every_command_runs_elsewhere(tmp_path: Path) -> None
     ok("place", "mini-mlp", "--out", "p.json")
     ok("render-arena", "mini-mlp", "p.json", "--out", "arena.html")
     assert '"cycles": 236200' in ok("layout", "toy", "--json")
+    ok("layout-problem", "mini-mlp", "--spec", "test64", "--out", "lp.yaml")
+    assert '"optimal"' in ok("layout", "lp.yaml", "--json")
+    assert '"optimal"' in ok("layout", "mini-mlp", "--spec", "test64", "--json")
     ok("solve", "os.yaml", "--profile", "cpsat-repro")
     r = _run([str(venv / "bin" / "python"), "-c",
               "import ipuopt; p, s = ipuopt.load_phase('tiny'); print(ipuopt.solve(p, s).schedule.horizon)"],

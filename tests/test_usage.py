@@ -28,7 +28,8 @@ COMMANDS = _command_paths(typer.main.get_command(app))
 def test_every_command_is_walked() -> None:
     names = {" ".join(p) for p in COMMANDS}
     assert {"solve", "bounds", "validate", "compare", "gen", "layouts", "place", "specs list", "specs show",
-            "specs diff", "import openshop", "simulate", "run", "render", "render-arena"} <= names
+            "specs diff", "import openshop", "simulate", "run", "render", "render-arena", "layout",
+            "layout-problem"} <= names
 
 
 @pytest.mark.parametrize("path", COMMANDS, ids=lambda p: " ".join(p) or "ipuopt")
@@ -87,6 +88,9 @@ def _mistakes(tmp: Path) -> list[tuple[list[str], str]]:
         (["layouts", "mini-mlp", "--top", "-1"], "--top"),
         (["layouts", "mini-mlp", "--min-utilisation", "2"], "--min-utilisation"),
         (["layouts", "mini-mlp", "--op", "nope"], "--op"),
+        (["layout-problem", "mini-mlp", "--out", str(tmp / "p.yaml"), "--min-utilisation", "0"],
+         "--min-utilisation"),
+        (["layout", "mini-mlp", "--spec", "test64", "--rerank", "--profile", "nope"], "nope"),
         (["place", "mini-mlp", "--objective", "speed"], "--objective"),
         (["place", "mini-mlp", "--solver", "magic"], "--solver"),
         (["place", "mini-mlp", "--time-limit", "-2"], "--time-limit"),

@@ -32,13 +32,17 @@ def solve_layout_cpsat(problem: LayoutProblem, st: Structure, params: SolveParam
     for e in st.edges:
         z = {a: sum(x[e.src][i] for i in idx) for a, idx in e.outputs.items()}
         w = {b: sum(x[e.dst][j] for j in idx) for b, idx in e.needs.items()}
-        for (a, b), cycles in e.cost.items():
-            if cycles is None:
-                m.add(z[a] + w[b] <= 1)
-            elif cycles:
-                y = m.new_bool_var("")
-                m.add(y >= z[a] + w[b] - 1)
-                objective.append(cycles * y)
+        y = {pair: m.new_bool_var("") for pair in e.cost}  # the milp module says why
+        by_out: dict[str, list] = {a: [] for a in z}
+        by_need: dict[str, list] = {b: [] for b in w}
+        for (a, b), v in y.items():
+            by_out[a].append(v)
+            by_need[b].append(v)
+        for a, za in z.items():
+            m.add(sum(by_out[a]) == za)
+        for b, wb in w.items():
+            m.add(sum(by_need[b]) == wb)
+        objective.extend(cycles * y[pair] for pair, cycles in e.cost.items() if cycles)
     for terms in st.memory:
         for r, items in terms.items():
             if items:

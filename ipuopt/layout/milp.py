@@ -1,5 +1,7 @@
-"""The layout choice as a MILP (PuLP; HiGHS or CBC): one-hot choice per operator, a
-linearised edge per (output layout, input layout) pair, one memory row per step and region."""
+"""The layout choice as a MILP (PuLP; HiGHS or CBC): one-hot choice per operator, one edge
+variable per allowed (output layout, input layout) pair whose sums over the pairs of a layout
+equal that layout's choice (a transportation linearisation: tighter than y >= z + w - 1, and
+a pair without a variable is not allowed), one memory row per step and region."""
 
 from __future__ import annotations
 
@@ -33,13 +35,17 @@ def solve_layout_milp(problem: LayoutProblem, st: Structure, params: SolveParams
     for n, e in enumerate(st.edges):
         z = {a: pulp.lpSum(x[e.src][i] for i in idx) for a, idx in e.outputs.items()}
         w = {b: pulp.lpSum(x[e.dst][j] for j in idx) for b, idx in e.needs.items()}
-        for m, ((a, b), cycles) in enumerate(e.cost.items()):
-            if cycles is None:
-                prob += z[a] + w[b] <= 1
-            elif cycles:
-                y = prob.add_variable(f"y{n}_{m}", 0, 1)
-                prob += y >= z[a] + w[b] - 1
-                objective.append(cycles * y)
+        y = {pair: prob.add_variable(f"y{n}_{m}", 0, 1) for m, pair in enumerate(e.cost)}
+        by_out: dict[str, list] = {a: [] for a in z}
+        by_need: dict[str, list] = {b: [] for b in w}
+        for (a, b), v in y.items():
+            by_out[a].append(v)
+            by_need[b].append(v)
+        for a, za in z.items():
+            prob += pulp.lpSum(by_out[a]) == za
+        for b, wb in w.items():
+            prob += pulp.lpSum(by_need[b]) == wb
+        objective.extend(cycles * y[pair] for pair, cycles in e.cost.items() if cycles)
     for k, terms in enumerate(st.memory):
         for r, items in terms.items():
             if items:

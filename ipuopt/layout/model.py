@@ -23,7 +23,7 @@ class Edge:
     dst: str
     outputs: dict[str, list[int]]  # layout -> producer candidate indices
     needs: dict[str, list[int]]  # layout -> consumer candidate indices
-    cost: dict[tuple[str, str], int | None]  # (have, need) -> cycles, None: not allowed
+    cost: dict[tuple[str, str], int]  # (have, need) -> cycles; a pair not here is not allowed
 
 
 @dataclass
@@ -36,6 +36,10 @@ class Structure:
 
 
 def structure(problem: LayoutProblem) -> Structure:
+    rows: dict[str, list[tuple[str, str, int]]] = defaultdict(list)
+    for (t, a, b), cycles in problem.redistribution.items():
+        if a != b:
+            rows[t].append((a, b, cycles))
     cost: dict[str, list[int]] = {}
     allowed: dict[str, list[bool]] = {}
     edges = []
@@ -61,7 +65,8 @@ def structure(problem: LayoutProblem) -> Structure:
             needs: dict[str, list[int]] = defaultdict(list)
             for i, c in enumerate(op.candidates):
                 needs[c.needs[t]].append(i)
-            pairs = {(a, b): problem.move(t, a, b) for a in outputs for b in needs}
+            pairs = {(a, a): 0 for a in outputs if a in needs}
+            pairs.update({(a, b): c for a, b, c in rows[t] if a in outputs and b in needs})
             edges.append(Edge(t, src, name, dict(outputs), dict(needs), pairs))
     memory = []
     for k, running in enumerate(problem.order):
