@@ -20,6 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ipuopt.errors import InputError
 from ipuopt.layout.pricing import (
     Held,
     input_held,
@@ -267,26 +268,34 @@ class _Builder:
                 continue
             best_c: dict[str, dict[str, int]] = {}
             move_lb: dict[tuple[str, str], int] = {}
+            block: dict[tuple[str, str], tuple[int, int]] = {}
             for i, f in floors[op.name].items():
                 for t, n in cands[op.name][i].doc["needs"].items():
                     move_lb[(t, n)] = cands[op.name][i].moves[t]
+                    block[(t, n)] = cands[op.name][i].blocks[t]
                     best_c.setdefault(t, {})
                     best_c[t][n] = min(best_c[t].get(n, math.inf), f)  # type: ignore[arg-type]
             for _, t in self._inputs(op):
                 if t in self.producer:
                     q = head_of[self.producer[t].name]
                     best_p: dict[str, int] = {}
+                    piece: dict[str, int] = {}  # the most a layout leaves on one tile
                     for i, f in floors[q].items():
                         o = cands[q][i].doc["output"]
                         best_p[o] = min(best_p.get(o, math.inf), f)  # type: ignore[arg-type]
+                        piece[o] = cands[q][i].doc["why"]["piece"]
                     rest = total - least[q] - least[op.name]
                 else:
                     best_p, rest = {INPUT_LAYOUT: 0}, total - least[op.name]
+                    piece = {INPUT_LAYOUT: input_held(self.wl, t, self.spec).largest()}
                 for n, fc in best_c.get(t, {}).items():
                     for o, fp in best_p.items():
                         if fp + fc + rest > limit or o == n:
                             continue
                         cycles = self.exact.get((t, n)) if o == INPUT_LAYOUT else None
+                        if cycles is None and fp + fc - move_lb[(t, n)] + rest + move_floor(
+                                *block[(t, n)], piece[o], self.wl.elem_bytes, self.spec) > limit:
+                            continue  # even this producer's own floor rules the pair out
                         if cycles is None:
                             cycles = self._price(t, o, n)
                         if fp + fc - move_lb[(t, n)] + cycles + rest <= limit:
@@ -314,45 +323,23 @@ class _Builder:
 
 def _undominated(cands: list[_Cand]) -> list[_Cand]:
     """Drop a candidate when another alike on every edge is at least as good in cycles,
-    memory and held bytes (the first of equals stays)."""
-    by_key: dict[tuple, list[_Cand]] = {}
-    for c in cands:
-        by_key.setdefault(c.key, []).append(c)
+    memory and held bytes (of equals, the first stays)."""
+    by_key: dict[tuple, list[int]] = {}
+    for i, c in enumerate(cands):
+        by_key.setdefault(c.key, []).append(i)
     out = []
-    for c in cands:
-        d = c.doc
-        cyc = d["compute"] + d["exchange"]
-        dominated = False
-        for o in by_key[c.key]:
-            if o is c:
-                break  # only earlier equals can dominate an equal
-            od = o.doc
-            if (od["compute"] + od["exchange"] <= cyc
-                    and all(od["memory"].get(r, 0) <= v for r, v in d["memory"].items())
-                    and all(v <= d["memory"].get(r, 0) for r, v in od["memory"].items())
-                    and all(od["holds"].get(r, 0) <= v for r, v in d["holds"].items())
-                    and all(v <= d["holds"].get(r, 0) for r, v in od["holds"].items())):
-                dominated = True
-                break
-        if not dominated:
-            # a later candidate strictly better in everything dominates too
-            dominated = any(_better(o.doc, d) for o in by_key[c.key] if o is not c)
-        if not dominated:
+    for i, c in enumerate(cands):
+        if not any(_covers(cands[j].doc, c.doc) and (j < i or not _covers(c.doc, cands[j].doc))
+                   for j in by_key[c.key] if j != i):
             out.append(c)
     return out
 
 
-def _better(a: dict, b: dict) -> bool:
-    """a at least as good as b everywhere and strictly better somewhere."""
-    ca, cb = a["compute"] + a["exchange"], b["compute"] + b["exchange"]
-    keys = set(a["memory"]) | set(b["memory"]) | {f"h:{r}" for r in set(a["holds"]) | set(b["holds"])}
-
-    def get(d: dict, k: str) -> int:
-        return d["holds"].get(k[2:], 0) if k.startswith("h:") else d["memory"].get(k, 0)
-
-    le = ca <= cb and all(get(a, k) <= get(b, k) for k in keys)
-    lt = ca < cb or any(get(a, k) < get(b, k) for k in keys)
-    return le and lt
+def _covers(a: dict, b: dict) -> bool:
+    """a is at least as good as b in cycles and in every region's memory and held bytes."""
+    return (a["compute"] + a["exchange"] <= b["compute"] + b["exchange"]
+            and all(a[f].get(r, 0) <= b[f].get(r, 0) for f in ("memory", "holds")
+                    for r in set(a[f]) | set(b[f])))
 
 
 def build_problem(wl: Workload, spec: Spec, within: float = 0.0, min_utilisation: float = 0.5,
@@ -365,14 +352,19 @@ def build_problem(wl: Workload, spec: Spec, within: float = 0.0, min_utilisation
     b = _Builder(wl, spec, min_utilisation, progress)
     b.report.within = within
     b.refresh(b.cands, exact=False)
-    small = b.top(reference_width)
-    doc = b.document(small, b.rows(small, math.inf))
-    ref = plan(layout_problem_from_dict(doc, "reference"), "milp", {"workers": 1, "seed": 0})
-    limit = ref["cycles"] * (1 + within) if ref["cycles"] is not None else math.inf
+    for width in (reference_width, 4 * reference_width, 16 * reference_width):
+        small = b.top(width)
+        doc = b.document(small, b.rows(small, math.inf))
+        ref = plan(layout_problem_from_dict(doc, "reference"), "milp", {"workers": 1, "seed": 0})
+        if ref["cycles"] is not None:
+            break
+    else:
+        raise InputError.one(wl.source, "", f"no plan of the {width} most promising candidates per "
+                                            f"operator fits {spec.name}'s memory ({ref.get('reason')})")
+    limit = ref["cycles"] * (1 + within)
     b.report.reference = ref["cycles"]
-    b.say(f"reference plan: {ref['cycles']} cycles from the {reference_width} most promising "
+    b.say(f"reference plan: {ref['cycles']} cycles from the {width} most promising "
           f"candidates per operator")
-    b.refresh(b.cands, exact=False)
     kept = b.prune(limit, b.cands)
     for _ in range(8):  # fewer producers: larger move floors, fewer candidates; to a fixed point
         b.refresh(kept)
