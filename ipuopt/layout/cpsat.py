@@ -32,16 +32,12 @@ def solve_layout_cpsat(problem: LayoutProblem, st: Structure, params: SolveParam
     for e in st.edges:
         z = {a: sum(x[e.src][i] for i in idx) for a, idx in e.outputs.items()}
         w = {b: sum(x[e.dst][j] for j in idx) for b, idx in e.needs.items()}
-        y = {pair: m.new_bool_var("") for pair in e.cost}  # the milp module says why
-        by_out: dict[str, list] = {a: [] for a in z}
-        by_need: dict[str, list] = {b: [] for b in w}
-        for (a, b), v in y.items():
-            by_out[a].append(v)
-            by_need[b].append(v)
+        y = {pair: m.new_bool_var("") for pair in e.cost}
+        by_out, by_need = e.pairs_of()
         for a, za in z.items():
-            m.add(sum(by_out[a]) == za)
+            m.add(sum(y[p] for p in by_out[a]) == za)
         for b, wb in w.items():
-            m.add(sum(by_need[b]) == wb)
+            m.add(sum(y[p] for p in by_need[b]) == wb)
         objective.extend(cycles * y[pair] for pair, cycles in e.cost.items() if cycles)
     for terms in st.memory:
         for r, items in terms.items():

@@ -1,7 +1,6 @@
 """The layout choice as a MILP (PuLP; HiGHS or CBC): one-hot choice per operator, one edge
-variable per allowed (output layout, input layout) pair whose sums over the pairs of a layout
-equal that layout's choice (a transportation linearisation: tighter than y >= z + w - 1, and
-a pair without a variable is not allowed), one memory row per step and region."""
+variable per allowed (output layout, input layout) pair (`Edge.pairs_of` says how they are
+tied to the choice), one memory row per step and region."""
 
 from __future__ import annotations
 
@@ -36,15 +35,11 @@ def solve_layout_milp(problem: LayoutProblem, st: Structure, params: SolveParams
         z = {a: pulp.lpSum(x[e.src][i] for i in idx) for a, idx in e.outputs.items()}
         w = {b: pulp.lpSum(x[e.dst][j] for j in idx) for b, idx in e.needs.items()}
         y = {pair: prob.add_variable(f"y{n}_{m}", 0, 1) for m, pair in enumerate(e.cost)}
-        by_out: dict[str, list] = {a: [] for a in z}
-        by_need: dict[str, list] = {b: [] for b in w}
-        for (a, b), v in y.items():
-            by_out[a].append(v)
-            by_need[b].append(v)
+        by_out, by_need = e.pairs_of()
         for a, za in z.items():
-            prob += pulp.lpSum(by_out[a]) == za
+            prob += pulp.lpSum(y[p] for p in by_out[a]) == za
         for b, wb in w.items():
-            prob += pulp.lpSum(by_need[b]) == wb
+            prob += pulp.lpSum(y[p] for p in by_need[b]) == wb
         objective.extend(cycles * y[pair] for pair, cycles in e.cost.items() if cycles)
     for k, terms in enumerate(st.memory):
         for r, items in terms.items():

@@ -25,6 +25,17 @@ class Edge:
     needs: dict[str, list[int]]  # layout -> consumer candidate indices
     cost: dict[tuple[str, str], int]  # (have, need) -> cycles; a pair not here is not allowed
 
+    def pairs_of(self) -> tuple[dict[str, list[tuple[str, str]]], dict[str, list[tuple[str, str]]]]:
+        """The allowed pairs of each output layout and of each needed layout: the sums both
+        exact models equate with that layout's choice (a transportation linearisation, tighter
+        than y >= z + w - 1; a layout without pairs cannot be chosen)."""
+        by_out: dict[str, list[tuple[str, str]]] = {a: [] for a in self.outputs}
+        by_need: dict[str, list[tuple[str, str]]] = {b: [] for b in self.needs}
+        for a, b in self.cost:
+            by_out[a].append((a, b))
+            by_need[b].append((a, b))
+        return by_out, by_need
+
 
 @dataclass
 class Structure:
