@@ -846,7 +846,7 @@ def layout_cmd(
     if isinstance(doc, dict) and isinstance(doc.get("operators"), list):  # a workload
         if k > 1 and within == 0:
             within = 0.02  # room for runners-up
-        ref = str(problem) if path.parent == resolve(problem, "models").parent != Path(".") else str(path)
+        ref = str(path) if Path(problem).exists() else str(problem)  # a bundled name stays a name
         problem_, _, built = _build_layout_problem(ref, spec, within, min_utilisation, quiet)
     else:
         problem_ = layout_problem_from_dict(doc, str(path))
