@@ -47,7 +47,6 @@ class _Cand:
     blocks: dict[str, tuple[int, int]] = field(default_factory=dict)
     # input -> (elements a tile needs of it, tiles that need the same block)
     moves: dict[str, int] = field(default_factory=dict)  # input -> least cycles to move it
-    source: Candidate | None = None  # the GEMM candidate (None for elementwise ones)
 
     @property
     def floor(self) -> int:
@@ -95,7 +94,7 @@ class _Builder:
         self.ops = wl.operators
         self.producer = {op.out.tensor: op for op in self.ops}
         self.origin: dict[str, tuple[Operator, Candidate]] = {}  # output label -> a GEMM making it
-        self.held: dict[str, Held] = {}
+        self.held: dict[tuple[str, str], Held] = {}
         self.needs: dict[str, tuple[Operator, int, Candidate]] = {}  # need label -> a candidate
         self.need_boxes: dict[str, Any] = {}
         self.exact: dict[tuple[str, str], int] = {}  # (graph input, need label) -> cycles
@@ -118,7 +117,7 @@ class _Builder:
         """Each candidate's least input moves, given the layouts its producers can still
         leave: priced exactly from a graph input (its layout is fixed), else the floor of a
         tile that holds at most the largest piece any kept producer candidate leaves."""
-        largest: dict[str, int] = {t: input_held(self.wl, t, self.spec).largest()
+        largest: dict[str, int] = {t: self._held_of(t, INPUT_LAYOUT).largest()
                                    for t in self.wl.tensors if self.wl.tensors[t].input}
         for op in self.ops:
             largest[op.out.tensor] = max((c.doc["why"]["piece"] for c in cands[op.name]), default=0)
@@ -171,7 +170,7 @@ class _Builder:
                    "holds": {self.act: spec.aligned(piece * wl.elem_bytes)},
                    "why": {"tiles": c.tiles_used, "groups": c.groups, "block": [bb, mb, kb, nb],
                            "piece": piece, "weights": own["weights"], "reduction": own["reduction"]}}
-            out.append(_Cand(doc, c.compute_cycles + own["weights"] + own["reduction"], blocks, {}, c))
+            out.append(_Cand(doc, c.compute_cycles + own["weights"] + own["reduction"], blocks))
         self.say(f"{op.name}: {len(out)} candidates priced in {time.perf_counter() - t0:.1f} s")
         return out
 
@@ -184,7 +183,7 @@ class _Builder:
             sources = {c.doc["output"]: (c.doc["why"]["piece"], c.doc["holds"])
                        for c in self.cands[self.producer[t].name]}
         else:
-            piece = input_held(self.wl, t, spec).largest()
+            piece = self._held_of(t, INPUT_LAYOUT).largest()
             sources = {INPUT_LAYOUT: (piece, {self.act: spec.aligned(piece * e)})}
         out = []
         for label, (piece, holds) in sources.items():
@@ -217,12 +216,16 @@ class _Builder:
                 out[i] = c.floor + sum(extra)  # type: ignore[arg-type]
         return out
 
-    def prune(self, limit: float, cands: dict[str, list[_Cand]]) -> dict[str, list[_Cand]]:
-        """Candidates that can be part of a plan of at most `limit` cycles."""
+    def _floors(self, cands: dict[str, list[_Cand]]):
+        """Groups, each head candidate's group floor, each group's least and their sum."""
         groups = self._groups()
         floors = {h: self._group_floor(m, cands) for h, m in groups.items()}
         least = {h: min(f.values(), default=math.inf) for h, f in floors.items()}
-        total = sum(least.values())
+        return groups, floors, least, sum(least.values())
+
+    def prune(self, limit: float, cands: dict[str, list[_Cand]]) -> dict[str, list[_Cand]]:
+        """Candidates that can be part of a plan of at most `limit` cycles."""
+        groups, floors, least, total = self._floors(cands)
         out: dict[str, list[_Cand]] = {}
         for h, members in groups.items():
             rest = total - least[h]
@@ -247,21 +250,20 @@ class _Builder:
 
     # -- redistributions --------------------------------------------------------------
     def _held_of(self, tensor: str, label: str) -> Held:
-        if label not in self.held:
+        """Where `tensor` is when in layout `label` (graph inputs all share the label `rows`)."""
+        key = (tensor, label)
+        if key not in self.held:
             if tensor in self.producer:
                 op, c = self.origin[label]
-                self.held[label] = output_held(self.wl, op, c)
+                self.held[key] = output_held(self.wl, op, c)
             else:
-                self.held[label] = input_held(self.wl, tensor, self.spec)
-        return self.held[label]
+                self.held[key] = input_held(self.wl, tensor, self.spec)
+        return self.held[key]
 
     def rows(self, cands: dict[str, list[_Cand]], limit: float) -> list[dict[str, Any]]:
         """Priced moves between kept layouts that a plan within `limit` could use."""
-        groups = self._groups()
-        floors = {h: self._group_floor(m, cands) for h, m in groups.items()}
-        least = {h: min(f.values(), default=math.inf) for h, f in floors.items()}
+        groups, floors, least, total = self._floors(cands)
         head_of = {m.name: h for h, ms in groups.items() for m in ms}
-        total = sum(least.values())
         rows = []
         for op in self.ops:
             if op.kind != "gemm":
@@ -287,7 +289,7 @@ class _Builder:
                     rest = total - least[q] - least[op.name]
                 else:
                     best_p, rest = {INPUT_LAYOUT: 0}, total - least[op.name]
-                    piece = {INPUT_LAYOUT: input_held(self.wl, t, self.spec).largest()}
+                    piece = {INPUT_LAYOUT: self._held_of(t, INPUT_LAYOUT).largest()}
                 for n, fc in best_c.get(t, {}).items():
                     for o, fp in best_p.items():
                         if fp + fc + rest > limit or o == n:

@@ -52,6 +52,12 @@ class Held:
 Needs = list[tuple[tuple[int, ...], Box]]  # (tiles that need it, stored box)
 
 
+def fastest(words: int, spec: Spec) -> int:
+    """Payload cycles at the fastest width: no transfer of `words` takes less."""
+    ex = spec.exchange
+    return payload_cycles(words, max(ex.ordinary_words_per_cycle, ex.paired_words_per_cycle))
+
+
 class Lanes:
     """Per-tile lane work of one phase, and its load bound."""
 
@@ -62,13 +68,11 @@ class Lanes:
         self.rx = np.zeros(spec.tiles, dtype=np.int64)
         self.tx = np.zeros(spec.tiles, dtype=np.int64)
 
-    def d(self, words: int) -> int:
-        return payload_cycles(words, self.rate)
-
     def ds(self, words: np.ndarray) -> np.ndarray:
+        """`fastest` of each element."""
         if float(self.rate).is_integer():
             return -(-words // int(self.rate))
-        return np.array([self.d(int(w)) for w in words], dtype=np.int64)
+        return np.array([fastest(int(w), self.spec) for w in words], dtype=np.int64)
 
     def bound(self) -> int:
         ex = self.spec.exchange
@@ -112,8 +116,7 @@ def move_floor(block_elems: int, tiles: int, held_elems: int, elem: int, spec: S
     rest = max(block_elems - held_elems, -(-block_elems * (tiles - 1) // tiles))
     if rest <= 0:
         return 0
-    lanes = Lanes(spec)
-    return lanes.d(math.ceil(rest * elem / ex.word_bytes)) + ex.tx_overhead + spec.latency(0, 1)
+    return fastest(math.ceil(rest * elem / ex.word_bytes), spec) + ex.tx_overhead + spec.latency(0, 1)
 
 
 # ---- the grid of a GEMM candidate -------------------------------------------------------
@@ -188,17 +191,16 @@ def own_exchange(wl: Workload, op: Operator, c: Candidate, spec: Spec) -> dict[s
     lat0 = spec.latency(0, 1)
     mb, kb, nb = math.ceil(m / lay.rows), math.ceil(k / lay.parts), math.ceil(n / lay.cols)
     bb = c.batches_per_group
-    lanes = Lanes(spec)
     out = {"weights": 0, "reduction": 0}
     if wl.tensors[op.inputs[1].tensor].weight and lay.rows > 1:
         boxes = _stored(wl, op.inputs[1], ((0, bb), (0, kb), (0, nb)))
-        ds = [lanes.d(math.ceil(volume(b) * wl.elem_bytes / ex.word_bytes)) for b in boxes]
+        ds = [fastest(math.ceil(volume(b) * wl.elem_bytes / ex.word_bytes), spec) for b in boxes]
         chunks = math.ceil((lay.rows - 1) / ex.max_fanout)
         tx = sum(chunks * (ex.tx_overhead + d) for d in ds)
         rx = sum(ex.rx_lead + d for d in ds)
         out["weights"] = max(tx + lat0, rx + ex.tx_overhead + lat0 - ex.rx_lead)
     if lay.parts > 1:
-        ds = [lanes.d(math.ceil(bb * (a1 - a0) * (b1 - b0) * PARTIAL_BYTES / ex.word_bytes))
+        ds = [fastest(math.ceil(bb * (a1 - a0) * (b1 - b0) * PARTIAL_BYTES / ex.word_bytes), spec)
               for a0, a1 in split(mb, lay.sub_a) for b0, b1 in split(nb, lay.sub_b)]
         sends = [ex.tx_overhead + d for d in ds]
         tx = sum(sends) - min(sends)  # a partial sends every piece but the one it owns
