@@ -763,13 +763,14 @@ def layout_problem_cmd(
     spec: Annotated[str, typer.Option(help="Spec name or file.")] = "gc200",
     within: WithinOpt = 0.0,
     min_utilisation: UtilOpt = 0.5,
+    exchange: ExchangeOpt = "bound",
     json_out: JsonOpt = False,
     quiet: QuietOpt = False,
 ) -> None:
     """Price every candidate layout of a workload's operators and the redistributions that can
     matter; write the layout problem that `ipuopt layout` solves."""
     _check_out(out)
-    problem, doc, _ = _build_layout_problem(workload, spec, within, min_utilisation, quiet)
+    problem, doc, _ = _build_layout_problem(workload, spec, within, min_utilisation, quiet, exchange)
     write_atomic(out, yaml.safe_dump(doc, sort_keys=False, width=200))
     kept = doc["kept"]
     if json_out:
@@ -780,16 +781,21 @@ def layout_problem_cmd(
     for op, n in kept["enumerated"].items():
         print(f"  {op:<14} {n:>7} candidates, {kept['kept'][op]:>5} kept")
     print(f"reference plan {kept['reference_cycles']} cycles; kept: every candidate that can be in a plan "
-          f"within {kept['within']:.0%} of it")
+          f"within {kept['within']:.0%} of it; exchange priced by {kept['exchange']}")
+    if kept["exchange"] == "greedy":
+        print(f"greedy: {kept['phases_scheduled']} phases scheduled; every plan left out costs more than "
+              f"{kept['excluded_above']} cycles")
 
 
 WithinOpt = Annotated[float, typer.Option(help="Keep every candidate that can be in a plan within this "
                                                "fraction of the best (0: the optimum's only).")]
 UtilOpt = Annotated[float, typer.Option(help="Enumerate GEMM grids using at least this share of tiles.")]
+ExchangeOpt = Annotated[str, typer.Option(help="Price exchange by load bounds (bound) or by the greedy "
+                                               "schedule of each phase (greedy).")]
 
 
 def _build_layout_problem(workload: str, spec: str, within: float, min_utilisation: float,
-                          quiet: bool):
+                          quiet: bool, exchange: str = "bound"):
     from ipuopt.layout.build import build_problem
     from ipuopt.workloads.workload import load_workload
 
@@ -801,7 +807,7 @@ def _build_layout_problem(workload: str, spec: str, within: float, min_utilisati
     sp = load_spec(spec, field="--spec")
     with _Progress(quiet, f"layout problem {wl.name} on {sp.name}") as progress:
         problem, doc = build_problem(wl, sp, within, min_utilisation,
-                                     lambda m: progress({"task": m}))
+                                     lambda m: progress({"task": m}), exchange=exchange)
     problem.extra["workload"] = doc["workload"] = workload
     return problem, doc, (wl, sp)
 
@@ -821,6 +827,7 @@ def layout_cmd(
     profile: Annotated[str | None, typer.Option(help="Solver profile for --rerank (default greedy).")] = None,
     within: WithinOpt = 0.0,
     min_utilisation: UtilOpt = 0.5,
+    exchange: ExchangeOpt = "bound",
     workers: Annotated[int | None, typer.Option(help="Solver threads.")] = None,
     seed: Annotated[int | None, typer.Option(help="Random seed.")] = None,
     out: Annotated[Path | None, typer.Option(help="Write the plan JSON here.")] = None,
@@ -847,8 +854,11 @@ def layout_cmd(
         if k > 1 and within == 0:
             within = 0.02  # room for runners-up
         ref = str(path) if Path(problem).exists() else str(problem)  # a bundled name stays a name
-        problem_, _, built = _build_layout_problem(ref, spec, within, min_utilisation, quiet)
+        problem_, _, built = _build_layout_problem(ref, spec, within, min_utilisation, quiet, exchange)
     else:
+        if exchange != "bound":
+            raise InputError.one(str(path), "--exchange", "prices are chosen when a problem is built: "
+                                                          "give a workload, or use `ipuopt layout-problem`")
         problem_ = layout_problem_from_dict(doc, str(path))
     with _solver_log(verbose):
         result = plan(problem_, solver, params, k, width, beam)

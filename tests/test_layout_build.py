@@ -17,8 +17,8 @@ from ipuopt.layout import pricing
 from ipuopt.layout.build import build_problem
 from ipuopt.layout.solve import plan
 from ipuopt.spec import load_spec
-from ipuopt.workloads.gemm import enumerate_candidates
-from ipuopt.workloads.phases import generate
+from ipuopt.workloads.gemm import GemmLayout, enumerate_candidates
+from ipuopt.workloads.phases import generate, operand_needs
 from ipuopt.workloads.workload import load_workload
 
 
@@ -82,7 +82,7 @@ def test_prices_are_the_generated_phases(workload, spec_name):
                 if wl.tensors[view.tensor].weight:
                     assert own["weights"] == lanes_bound(mine, spec)
                     continue
-                needs = pricing.operand_needs(wl, op, cand, which)
+                needs = operand_needs(wl, op, cand, which, 0)
                 priced = pricing.move_bound(_source(wl, gen, view.tensor), needs, wl.elem_bytes, spec)
                 assert priced == lanes_bound(mine, spec), (op.name, view.tensor)
                 src = view.tensor
@@ -112,6 +112,54 @@ def test_pruning_keeps_the_optimum(workload, within):
     assert a["cycles"] <= a["beam"]["cycles"]
     for name, n in doc["kept"]["kept"].items():
         assert 0 < n <= doc["kept"]["enumerated"][name]
+
+
+def _greedy_horizon(transfers, spec, name="p") -> int:
+    from ipuopt.exchange.phase import Phase
+    from ipuopt.exchange.solve import solve
+
+    if not transfers:
+        return 0
+    return solve(Phase(spec_ref=spec.name, transfers=list(transfers), name=name), spec).schedule.horizon
+
+
+def test_greedy_prices_are_the_scheduled_phases():
+    """`--exchange greedy`: the first operator's own exchange and input move are the greedy
+    horizons of exactly the transfers `gen` emits for them in the whole program (same
+    buffers), never below the load bounds; the plan is feasible, not optimal, when plans left
+    out of the problem may be cheaper, with the bound they cannot go below."""
+    wl, spec = load_workload("mini-mlp"), load_spec("test64")
+    problem, doc = build_problem(wl, spec, min_utilisation=0.9, exchange="greedy")
+    _, bound_doc = build_problem(wl, spec, min_utilisation=0.9)
+    assert doc["kept"]["exchange"] == "greedy" and doc["kept"]["phases_scheduled"] > 0
+    first = doc["operators"]["gemm1"]["candidates"]
+    x_rows = {r["to"]: r["cycles"] for r in doc["redistribution"] if r["tensor"] == "x"}
+    checked = 0
+    for cand in first[:6]:
+        why = cand["why"]
+        assert why["weights"] >= why["bound"]["weights"] and why["reduction"] >= why["bound"]["reduction"]
+        assert cand["exchange"] == why["weights"] + why["reduction"]
+        gen = generate(wl, spec, {"gemm1": GemmLayout.parse(cand["id"], spec)})
+        by_name = {gp.phase.name: gp for gp in gen.phases}
+        inp = by_name["gemm1-input"]
+        carried = {d.transfer: d.tensor for d in inp.deliveries}
+        assert why["weights"] == _greedy_horizon(
+            [t for t in inp.phase.transfers if carried[t.id] == "w1"], spec)
+        red = by_name.get("gemm1-reduction")
+        assert why["reduction"] == (_greedy_horizon(red.phase.transfers, spec) if red else 0)
+        if cand["needs"]["x"] in x_rows:
+            checked += 1
+            assert x_rows[cand["needs"]["x"]] == _greedy_horizon(
+                [t for t in inp.phase.transfers if carried[t.id] == "x"], spec)
+    assert checked
+    bound_rows = {(r["tensor"], r["from"], r["to"]): r["cycles"] for r in bound_doc["redistribution"]}
+    shared = [r for r in doc["redistribution"] if (r["tensor"], r["from"], r["to"]) in bound_rows]
+    assert shared and all(r["cycles"] >= bound_rows[(r["tensor"], r["from"], r["to"])] for r in shared)
+    result = plan(problem, "milp", {"workers": 1, "seed": 0})
+    above = doc["kept"]["excluded_above"]
+    assert above == doc["kept"]["reference_cycles"] and result["cycles"] > above
+    assert result["status"] == "feasible" and result["lower_bound"] == above + 1
+    assert "--within" in result["reason"]
 
 
 def _ipuopt(*args, cwd):
@@ -154,7 +202,9 @@ def test_layout_problem_mistakes(tmp_path):
     for args, field in ((("layout-problem", "nope", "--out", "p.yaml"), "nope"),
                         (("layout-problem", "mini-mlp", "--out", "p.yaml", "--within", "-1"), "--within"),
                         (("layout-problem", "mini-mlp", "--out", "p.yaml", "--spec", "nope"), "--spec"),
-                        (("layout", "mini-mlp", "--spec", "nope"), "--spec")):
+                        (("layout", "mini-mlp", "--spec", "nope"), "--spec"),
+                        (("layout-problem", "mini-mlp", "--out", "p.yaml", "--exchange", "x"), "--exchange"),
+                        (("layout", "beam-loses", "--exchange", "greedy"), "--exchange")):
         r = _ipuopt(*args, cwd=tmp_path)
         assert r.returncode == 2 and "Traceback" not in r.stderr and field in r.stderr, r.stderr
     assert not (tmp_path / "p.yaml").exists()

@@ -26,16 +26,17 @@ from ipuopt.layout.pricing import (
     input_held,
     move_bound,
     move_floor,
-    operand_needs,
     output_held,
     own_exchange,
 )
 from ipuopt.layout.problem import LayoutProblem, layout_problem_from_dict
 from ipuopt.spec import Spec
 from ipuopt.workloads.gemm import Candidate, activation_region, enumerate_candidates
+from ipuopt.workloads.phases import operand_needs
 from ipuopt.workloads.workload import Operator, Workload
 
 INPUT_LAYOUT = "rows"
+EXCHANGE_PRICES = ("bound", "greedy")
 
 
 @dataclass
@@ -44,6 +45,7 @@ class _Cand:
 
     doc: dict[str, Any]
     own: int  # its own cycles
+    source: Candidate | None = None  # a GEMM's layout
     blocks: dict[str, tuple[int, int]] = field(default_factory=dict)
     # input -> (elements a tile needs of it, tiles that need the same block)
     moves: dict[str, int] = field(default_factory=dict)  # input -> least cycles to move it
@@ -66,16 +68,22 @@ class Report:
     rows: int = 0
     reference: int | None = None
     within: float = 0.0
+    limit: float = 0.0
+    exchange: str = "bound"
+    scheduled: int = 0
     seconds: float = 0.0
 
     def to_dict(self) -> dict[str, Any]:
         return {"enumerated": self.enumerated, "kept": self.kept, "redistribution_rows": self.rows,
                 "pairs_priced": self.pairs_priced, "reference_cycles": self.reference,
-                "within": self.within, "rule": (
+                "within": self.within, "exchange": self.exchange,
+                **({"phases_scheduled": self.scheduled} if self.exchange == "greedy" else {}),
+                "excluded_above": math.floor(self.limit), "rule": (
                     "kept: candidates that can be part of a plan within `within` of the reference "
                     "plan's cycles (own cycles + input-move floors + every other operator's least), "
                     "then not dominated in cycles, memory and held bytes by a candidate alike on every "
-                    "edge"),
+                    "edge; every plan left out costs more than `excluded_above` (load bounds are "
+                    "below greedy horizons, so this holds for either pricing)"),
                 "seconds": round(self.seconds, 1)}
 
 
@@ -140,7 +148,7 @@ class _Builder:
     def _price(self, t: str, have: str, need: str) -> int:
         nop, which, nc = self.needs[need]
         if need not in self.need_boxes:
-            self.need_boxes[need] = operand_needs(self.wl, nop, nc, which)
+            self.need_boxes[need] = operand_needs(self.wl, nop, nc, which, 0)
         self.report.pairs_priced += 1
         return move_bound(self._held_of(t, have), self.need_boxes[need], self.wl.elem_bytes, self.spec)
 
@@ -170,7 +178,7 @@ class _Builder:
                    "holds": {self.act: spec.aligned(piece * wl.elem_bytes)},
                    "why": {"tiles": c.tiles_used, "groups": c.groups, "block": [bb, mb, kb, nb],
                            "piece": piece, "weights": own["weights"], "reduction": own["reduction"]}}
-            out.append(_Cand(doc, c.compute_cycles + own["weights"] + own["reduction"], blocks))
+            out.append(_Cand(doc, c.compute_cycles + own["weights"] + own["reduction"], c, blocks))
         self.say(f"{op.name}: {len(out)} candidates priced in {time.perf_counter() - t0:.1f} s")
         return out
 
@@ -304,6 +312,33 @@ class _Builder:
                             rows.append({"tensor": t, "from": o, "to": n, "cycles": cycles})
         return rows
 
+    # -- greedy prices (--exchange greedy) ----------------------------------------------
+    def greedy_own(self, cands: dict[str, list[_Cand]]) -> None:
+        """Each kept GEMM candidate's own exchange re-priced by greedy horizons. Pruning keeps
+        working on load bounds (`_Cand.own`), so what is kept is what bound prices keep."""
+        from ipuopt.layout.scheduled import GreedyPricer
+
+        self.pricer = GreedyPricer(self.wl, self.spec)
+        for op in self.ops:
+            for c in cands[op.name] if op.kind == "gemm" else ():
+                own = self.pricer.own(op, c.source)  # type: ignore[arg-type]
+                why = c.doc["why"]
+                why["bound"] = {"weights": why["weights"], "reduction": why["reduction"]}
+                why.update(own)
+                c.doc["exchange"] = own["weights"] + own["reduction"]  # c.own keeps the bound
+            self.say(f"{op.name}: own phases scheduled ({self.pricer.phases} so far)")
+
+    def greedy_rows(self, rows: list[dict[str, Any]]) -> None:
+        """Every kept redistribution re-priced by the greedy horizon of its phase."""
+        for i, row in enumerate(rows):
+            t, have, need = row["tensor"], row["from"], row["to"]
+            source = self.origin[have] if t in self.producer else None
+            op, _, c = self.needs[need]
+            row["cycles"] = self.pricer.move(t, source, op, c)
+            if (i + 1) % 50 == 0:
+                self.say(f"{i + 1} of {len(rows)} redistributions scheduled")
+        self.report.scheduled = self.pricer.phases
+
     def document(self, cands: dict[str, list[_Cand]], rows: list[dict[str, Any]]) -> dict[str, Any]:
         wl = self.wl
         tensors: dict[str, Any] = {}
@@ -346,13 +381,20 @@ def _covers(a: dict, b: dict) -> bool:
 
 def build_problem(wl: Workload, spec: Spec, within: float = 0.0, min_utilisation: float = 0.5,
                   progress: Callable[[str], None] | None = None, reference_width: int = 6,
-                  ) -> tuple[LayoutProblem, dict[str, Any]]:
-    """The layout problem of `wl` on `spec` and its document (the problem file's content)."""
+                  exchange: str = "bound") -> tuple[LayoutProblem, dict[str, Any]]:
+    """The layout problem of `wl` on `spec` and its document (the problem file's content).
+
+    `exchange="greedy"` prices the kept candidates and redistributions by greedy horizons
+    instead of load bounds; what is kept is still decided by load bounds, so a plan left
+    out costs more than the limit under either pricing (`excluded_above`)."""
+    if exchange not in EXCHANGE_PRICES:
+        raise InputError.one("", "--exchange", f"unknown pricing {exchange!r} (one of "
+                                               f"{', '.join(EXCHANGE_PRICES)})")
     from ipuopt.layout.solve import plan  # the reference plan is solved exactly
 
     t0 = time.perf_counter()
     b = _Builder(wl, spec, min_utilisation, progress)
-    b.report.within = within
+    b.report.within, b.report.exchange = within, exchange
     b.refresh(b.cands, exact=False)
     for width in (reference_width, 4 * reference_width, 16 * reference_width):
         small = b.top(width)
@@ -363,7 +405,7 @@ def build_problem(wl: Workload, spec: Spec, within: float = 0.0, min_utilisation
     else:
         raise InputError.one(wl.source, "", f"no plan of the {width} most promising candidates per "
                                             f"operator fits {spec.name}'s memory ({ref.get('reason')})")
-    limit = ref["cycles"] * (1 + within)
+    limit = b.report.limit = ref["cycles"] * (1 + within)
     b.report.reference = ref["cycles"]
     b.say(f"reference plan: {ref['cycles']} cycles from the {width} most promising "
           f"candidates per operator")
@@ -375,9 +417,13 @@ def build_problem(wl: Workload, spec: Spec, within: float = 0.0, min_utilisation
         if sum(map(len, smaller.values())) == sum(map(len, kept.values())):
             break
         kept = smaller
+    if exchange == "greedy":  # dominance is judged on the prices the problem will carry
+        b.greedy_own(kept)
     kept = b.prune(limit, {name: _undominated(cs) for name, cs in kept.items()})
     b.say("kept " + ", ".join(f"{k} {len(v)}" for k, v in kept.items()) + "; pricing moves")
     rows = b.rows(kept, limit)
+    if exchange == "greedy":
+        b.greedy_rows(rows)
     b.report.kept = {k: len(v) for k, v in kept.items()}
     b.report.rows = len(rows)
     b.report.seconds = time.perf_counter() - t0

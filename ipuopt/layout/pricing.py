@@ -22,8 +22,9 @@ import numpy as np
 
 from ipuopt.exchange.timing import payload_cycles
 from ipuopt.spec import Spec
-from ipuopt.workloads.boxes import Box, View, split, volume
+from ipuopt.workloads.boxes import Box, split, volume
 from ipuopt.workloads.gemm import PARTIAL_BYTES, Candidate
+from ipuopt.workloads.phases import Need, output_pieces
 from ipuopt.workloads.workload import Operator, Workload
 
 
@@ -47,9 +48,6 @@ class Held:
             return 0
         per = np.prod(self.hi - self.lo, axis=1)
         return int(np.bincount(self.tiles, weights=per).max())
-
-
-Needs = list[tuple[tuple[int, ...], Box]]  # (tiles that need it, stored box)
 
 
 def fastest(words: int, spec: Spec) -> int:
@@ -81,11 +79,12 @@ class Lanes:
         return max(rx + ex.tx_overhead + lat0 - ex.rx_lead if rx else 0, tx + lat0 if tx else 0)
 
 
-def move_bound(held: Held, needs: Needs, elem: int, spec: Spec) -> int:
+def move_bound(held: Held, needs: list[Need], elem: int, spec: Spec) -> int:
     """Load bound of the phase that routes `needs` from `held` (as `ipuopt gen` would)."""
     ex = spec.exchange
     lanes = Lanes(spec)
-    for tiles, box in needs:
+    for need in needs:
+        tiles, box = need.tiles, need.box
         nlo = np.array([r[0] for r in box])
         nhi = np.array([r[1] for r in box])
         ilo, ihi = np.maximum(held.lo, nlo), np.minimum(held.hi, nhi)
@@ -119,60 +118,9 @@ def move_floor(block_elems: int, tiles: int, held_elems: int, elem: int, spec: S
     return fastest(math.ceil(rest * elem / ex.word_bytes), spec) + ex.tx_overhead + spec.latency(0, 1)
 
 
-# ---- the grid of a GEMM candidate -------------------------------------------------------
-
-
-def grid_tile(c: Candidate, g: int, r: int, col: int, p: int) -> int:
-    lay = c.layout
-    return ((g * lay.parts + p) * lay.rows + r) * lay.cols + col
-
-
-def _splits(wl: Workload, op: Operator, c: Candidate):
-    batch, m, k, n = wl.gemm_dims(op)
-    lay = c.layout
-    bsplit = [(g * c.batches_per_group, min(batch, (g + 1) * c.batches_per_group))
-              for g in range(c.groups)]
-    return bsplit, split(m, lay.rows), split(k, lay.parts), split(n, lay.cols)
-
-
-def _stored(wl: Workload, view: View, box: Box) -> list[Box]:
-    return view.to_stored(box, wl.tensors[view.tensor].shape)
-
-
-def operand_needs(wl: Workload, op: Operator, c: Candidate, which: int) -> Needs:
-    """What the grid needs of operand `which` (0: A, multicast along a row of the grid's
-    columns; 1: B, along its rows), in stored boxes."""
-    bsplit, msplit, ksplit, nsplit = _splits(wl, op, c)
-    lay, view = c.layout, op.inputs[which]
-    out: Needs = []
-    for g, bl in enumerate(bsplit):
-        for p, kk in enumerate(ksplit):
-            if which == 0:
-                for r, rr in enumerate(msplit):
-                    tiles = tuple(grid_tile(c, g, r, x, p) for x in range(lay.cols))
-                    out.extend((tiles, b) for b in _stored(wl, view, (bl, rr, kk)))
-            else:
-                for x, cc in enumerate(nsplit):
-                    tiles = tuple(grid_tile(c, g, r, x, p) for r in range(lay.rows))
-                    out.extend((tiles, b) for b in _stored(wl, view, (bl, kk, cc)))
-    return out
-
-
 def output_held(wl: Workload, op: Operator, c: Candidate) -> Held:
-    """Where the GEMM leaves its output: block (r, c) on partial 0, or, with P partials,
-    piece (i, j) of the block on its owner, partial i*B + j."""
-    bsplit, msplit, _, nsplit = _splits(wl, op, c)
-    lay = c.layout
-    items: list[tuple[int, Box]] = []
-    for g, bl in enumerate(bsplit):
-        for r, rr in enumerate(msplit):
-            for x, cc in enumerate(nsplit):
-                for i, ra in enumerate(split(rr[1] - rr[0], lay.sub_a)):
-                    for j, cb in enumerate(split(cc[1] - cc[0], lay.sub_b)):
-                        box = (bl, (rr[0] + ra[0], rr[0] + ra[1]), (cc[0] + cb[0], cc[0] + cb[1]))
-                        tile = grid_tile(c, g, r, x, i * lay.sub_b + j if lay.parts > 1 else 0)
-                        items.extend((tile, b) for b in _stored(wl, op.out, box))
-    return Held.of(items)
+    """Where the GEMM leaves its output (as `ipuopt gen` does)."""
+    return Held.of([(p.tile, p.box) for p in output_pieces(wl, op, c, 0)])
 
 
 def input_held(wl: Workload, tensor: str, spec: Spec) -> Held:
@@ -193,7 +141,8 @@ def own_exchange(wl: Workload, op: Operator, c: Candidate, spec: Spec) -> dict[s
     bb = c.batches_per_group
     out = {"weights": 0, "reduction": 0}
     if wl.tensors[op.inputs[1].tensor].weight and lay.rows > 1:
-        boxes = _stored(wl, op.inputs[1], ((0, bb), (0, kb), (0, nb)))
+        b_view = op.inputs[1]
+        boxes = b_view.to_stored(((0, bb), (0, kb), (0, nb)), wl.tensors[b_view.tensor].shape)
         ds = [fastest(math.ceil(volume(b) * wl.elem_bytes / ex.word_bytes), spec) for b in boxes]
         chunks = math.ceil((lay.rows - 1) / ex.max_fanout)
         tx = sum(chunks * (ex.tx_overhead + d) for d in ds)

@@ -73,6 +73,15 @@ def plan(problem: LayoutProblem, solver: str = "milp", params: SolveParams | dic
     beam_doc["discarded"] = trace(problem, followed, best.solution, width)
     doc.update(status=best.status, cycles=cycles, lower_bound=best.bound if best.bound is not None else None,
                choice=_ids(problem, best.solution), beam=beam_doc)
+    kept = problem.extra.get("kept")
+    above = kept.get("excluded_above") if isinstance(kept, dict) else None
+    if isinstance(above, int) and cycles > above:  # a plan left out of the file may be cheaper
+        doc["status"] = Status.FEASIBLE
+        doc["lower_bound"] = min(doc["lower_bound"] or cycles, above + 1)
+        ref = kept.get("reference_cycles")
+        doc["reason"] = (f"plans left out of the problem cost more than {above} cycles, not more than "
+                         f"{cycles}" + (f": rebuild it with --within {cycles / ref - 1:.3f} to prove "
+                                        "this plan optimal" if isinstance(ref, int) and ref else ""))
     if k > 1:
         plans, seen = [best.solution], [best.solution]
         while len(plans) < k:

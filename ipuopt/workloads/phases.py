@@ -183,7 +183,7 @@ def _stored(view: View, wl: Workload, box: Box) -> list[Box]:
     return view.to_stored(box, wl.tensors[view.tensor].shape)
 
 
-def _default_input_layout(wl: Workload, spec: Spec, tensor: str, alloc: SpmdAllocator,
+def default_input_layout(wl: Workload, spec: Spec, tensor: str, alloc: SpmdAllocator,
                           step: int) -> list[Piece]:
     """Graph inputs arrive split by rows over the first tiles (batch and columns whole)."""
     b, rows, cols = wl.tensors[tensor].shape
@@ -224,11 +224,11 @@ def generate(wl: Workload, spec: Spec, chosen: dict[str, GemmLayout] | None = No
                 op.name, len(gen.phases), [(p.tile, volume(p.box) * wl.elem_bytes) for p in old],
                 spec.compute["elementwise_bytes_per_cycle"]))
             new_base = alloc.alloc(activation_region(spec),
-                                   _layout_bytes(old, wl.elem_bytes), op.out.tensor, step)
+                                   layout_bytes(old, wl.elem_bytes), op.out.tensor, step)
             base = min(p.addr for p in old)
             held[op.out.tensor] = [Piece(p.tile, p.box, new_base + p.addr - base) for p in old]
         else:
-            _gemm(gen, op, layouts[op.name], held, alloc, step)
+            gemm_phases(gen, op, layouts[op.name], held, alloc, step)
         for v in op.inputs:
             remaining[v.tensor] -= 1
             if remaining[v.tensor] == 0:
@@ -240,21 +240,109 @@ def generate(wl: Workload, spec: Spec, chosen: dict[str, GemmLayout] | None = No
     return gen
 
 
-def _layout_bytes(pieces: list[Piece], elem: int) -> int:
+def layout_bytes(pieces: list[Piece], elem: int) -> int:
     base = min(p.addr for p in pieces)
     return max(p.addr - base + volume(p.box) * elem for p in pieces)
 
 
-def _gemm(gen: Generation, op: Operator, cand: Candidate, held: dict[str, list[Piece]],
+def _splits(wl: Workload, op: Operator, cand: Candidate):
+    """The batch, M, K and N ranges of the candidate's groups, grid rows, partials, columns."""
+    batch, m, k, n = wl.gemm_dims(op)
+    lay = cand.layout
+    bsplit = [(g * cand.batches_per_group, min(batch, (g + 1) * cand.batches_per_group))
+              for g in range(cand.groups)]
+    return bsplit, split(m, lay.rows), split(k, lay.parts), split(n, lay.cols)
+
+
+def operand_needs(wl: Workload, op: Operator, cand: Candidate, which: int, addr: int) -> list[Need]:
+    """What the grid needs of operand `which` (0: A, each block multicast along a row of the
+    grid's columns; 1: B, along a column's rows), received at `addr`."""
+    bsplit, msplit, ksplit, nsplit = _splits(wl, op, cand)
+    lay, view = cand.layout, op.inputs[which]
+    out: list[Need] = []
+    for g, bl in enumerate(bsplit):
+        if which == 0:
+            for r, rr in enumerate(msplit):
+                for p, kk in enumerate(ksplit):
+                    tiles = tuple(_grid_tile(lay, g, r, c, p) for c in range(lay.cols))
+                    _add_needs(out, wl, view, (bl, rr, kk), tiles, addr, wl.elem_bytes)
+        else:
+            for p, kk in enumerate(ksplit):
+                for c, cc in enumerate(nsplit):
+                    tiles = tuple(_grid_tile(lay, g, r, c, p) for r in range(lay.rows))
+                    _add_needs(out, wl, view, (bl, kk, cc), tiles, addr, wl.elem_bytes)
+    return out
+
+
+def weight_home(wl: Workload, op: Operator, cand: Candidate, addr: int) -> list[Piece]:
+    """A weight B is stored once, on row 0 of the grid, and broadcast to the other rows."""
+    bsplit, _, ksplit, nsplit = _splits(wl, op, cand)
+    home: list[Piece] = []
+    for g, bl in enumerate(bsplit):
+        for p, kk in enumerate(ksplit):
+            for c, cc in enumerate(nsplit):
+                off = addr
+                for sb in _stored(op.inputs[1], wl, (bl, kk, cc)):
+                    home.append(Piece(_grid_tile(cand.layout, g, 0, c, p), sb, off))
+                    off += volume(sb) * wl.elem_bytes
+    return home
+
+
+def _owned(lay: GemmLayout, block: Box):
+    """(owner partial, piece box) of a block's pieces: P partials reduce piece (i, j) of the
+    block on partial i * sub_b + j (with one partial, the block itself on partial 0)."""
+    bl, rr, cc = block
+    if lay.parts == 1:
+        yield 0, block
+        return
+    for i, ra in enumerate(split(rr[1] - rr[0], lay.sub_a)):
+        for j, cb in enumerate(split(cc[1] - cc[0], lay.sub_b)):
+            yield i * lay.sub_b + j, (bl, (rr[0] + ra[0], rr[0] + ra[1]), (cc[0] + cb[0], cc[0] + cb[1]))
+
+
+def output_pieces(wl: Workload, op: Operator, cand: Candidate, addr: int) -> list[Piece]:
+    """Where the GEMM leaves its output (each piece's boxes from `addr` on its owner)."""
+    bsplit, msplit, _, nsplit = _splits(wl, op, cand)
+    lay = cand.layout
+    out: list[Piece] = []
+    for g, bl in enumerate(bsplit):
+        for r, rr in enumerate(msplit):
+            for c, cc in enumerate(nsplit):
+                for owner, pbox in _owned(lay, (bl, rr, cc)):
+                    off = addr
+                    for sb in _stored(op.out, wl, pbox):
+                        out.append(Piece(_grid_tile(lay, g, r, c, owner), sb, off))
+                        off += volume(sb) * wl.elem_bytes
+    return out
+
+
+def reduction_routes(wl: Workload, op: Operator, cand: Candidate, part_addr: int, recv_addr: int,
+                     slot: int) -> tuple[list[Piece], list[Need]]:
+    """The partial blocks (one per partial) and what each owner receives of the others'."""
+    bsplit, msplit, _, nsplit = _splits(wl, op, cand)
+    lay = cand.layout
+    pieces: list[Piece] = []
+    needs: list[Need] = []
+    for g, bl in enumerate(bsplit):
+        for r, rr in enumerate(msplit):
+            for c, cc in enumerate(nsplit):
+                block = (bl, rr, cc)
+                for p in range(lay.parts):
+                    pieces.append(Piece(_grid_tile(lay, g, r, c, p), _tagged(block, p), part_addr))
+                for owner, pbox in _owned(lay, block):
+                    owner_tile = _grid_tile(lay, g, r, c, owner)
+                    for q, p in enumerate(x for x in range(lay.parts) if x != owner):
+                        needs.append(Need((owner_tile,), _tagged(pbox, p), recv_addr + q * slot))
+    return pieces, needs
+
+
+def gemm_phases(gen: Generation, op: Operator, cand: Candidate, held: dict[str, list[Piece]],
           alloc: SpmdAllocator, step: int) -> None:
     wl, spec = gen.workload, gen.spec
     lay = cand.layout
-    batch, m, k, n = wl.gemm_dims(op)
     e = wl.elem_bytes
     act = activation_region(spec)
-    bsplit = [(g * cand.batches_per_group, min(batch, (g + 1) * cand.batches_per_group))
-              for g in range(cand.groups)]
-    msplit, ksplit, nsplit = split(m, lay.rows), split(k, lay.parts), split(n, lay.cols)
+    bsplit, msplit, ksplit, nsplit = _splits(wl, op, cand)
     mb, kb, nb = (max(hi - lo for lo, hi in s) for s in (msplit, ksplit, nsplit))
     bb = cand.batches_per_group
     tag = op.name
@@ -264,29 +352,13 @@ def _gemm(gen: Generation, op: Operator, cand: Candidate, held: dict[str, list[P
     reading_input = any(wl.tensors[v.tensor].input for v in op.inputs)
     kind = "input" if reading_input else "redistribution"
     router = _Router(wl, spec, f"{op.name}-{kind}")
-    needs: dict[str, list[Need]] = {a_view.tensor: [], b_view.tensor: []}
-    sources: dict[str, list[Piece]] = {}
-    for g, bl in enumerate(bsplit):
-        for r, rr in enumerate(msplit):
-            for p, kk in enumerate(ksplit):
-                tiles = tuple(_grid_tile(lay, g, r, c, p) for c in range(lay.cols))
-                _add_needs(needs[a_view.tensor], wl, a_view, (bl, rr, kk), tiles, a_addr, e)
-    weight = wl.tensors[b_view.tensor].weight
-    home: list[Piece] = []
-    for g, bl in enumerate(bsplit):
-        for p, kk in enumerate(ksplit):
-            for c, cc in enumerate(nsplit):
-                tiles = tuple(_grid_tile(lay, g, r, c, p) for r in range(lay.rows))
-                if weight:  # stored once on row 0 of the grid, broadcast to the other rows
-                    off = b_addr
-                    for sb in _stored(b_view, wl, (bl, kk, cc)):
-                        home.append(Piece(tiles[0], sb, off))
-                        off += volume(sb) * e
-                _add_needs(needs[b_view.tensor], wl, b_view, (bl, kk, cc), tiles, b_addr, e)
-    if weight:
-        held[b_view.tensor] = home
+    needs = {a_view.tensor: operand_needs(wl, op, cand, 0, a_addr)}
+    needs.setdefault(b_view.tensor, []).extend(operand_needs(wl, op, cand, 1, b_addr))
+    if wl.tensors[b_view.tensor].weight:
+        held[b_view.tensor] = weight_home(wl, op, cand, b_addr)
     if a_view.tensor not in held:
-        held[a_view.tensor] = _default_input_layout(wl, spec, a_view.tensor, alloc, step)
+        held[a_view.tensor] = default_input_layout(wl, spec, a_view.tensor, alloc, step)
+    sources: dict[str, list[Piece]] = {}
     for v in (a_view, b_view):
         if v.tensor not in sources:
             sources[v.tensor] = held[v.tensor]
@@ -306,44 +378,16 @@ def _gemm(gen: Generation, op: Operator, cand: Candidate, held: dict[str, list[P
     # with one partial the partial block is the result: its buffer is the output tensor's
     part_tag = f"{tag}.partial" if lay.parts > 1 else op.out.tensor
     part_addr = alloc.alloc(act, bb * mb * nb * p_bytes, part_tag, step)
-    out_pieces: list[Piece] = []
     if lay.parts == 1:
-        for g, bl in enumerate(bsplit):
-            for r, rr in enumerate(msplit):
-                for c, cc in enumerate(nsplit):
-                    off = part_addr
-                    for sb in _stored(op.out, wl, (bl, rr, cc)):
-                        out_pieces.append(Piece(_grid_tile(lay, g, r, c, 0), sb, off))
-                        off += volume(sb) * e
+        held[op.out.tensor] = output_pieces(wl, op, cand, part_addr)
     else:
         pa, pb = math.ceil(mb / lay.sub_a), math.ceil(nb / lay.sub_b)
         slot = spec.aligned(bb * pa * pb * PARTIAL_BYTES)
         recv_addr = alloc.alloc(act, (lay.parts - 1) * slot, f"{tag}.recv", step)
         out_addr = alloc.alloc(act, bb * pa * pb * e, op.out.tensor, step)
-        red = _Router(wl, spec, f"{op.name}-reduction")
-        red_needs: list[Need] = []
         partial_name = f"{op.name}.partial"
-        partial_pieces: list[Piece] = []
-        for g, bl in enumerate(bsplit):
-            for r, rr in enumerate(msplit):
-                for c, cc in enumerate(nsplit):
-                    block = (bl, rr, cc)
-                    for p in range(lay.parts):
-                        partial_pieces.append(Piece(_grid_tile(lay, g, r, c, p),
-                                                    _tagged(block, p), part_addr))
-                    for i, ra in enumerate(split(rr[1] - rr[0], lay.sub_a)):
-                        for j, cb in enumerate(split(cc[1] - cc[0], lay.sub_b)):
-                            owner = i * lay.sub_b + j
-                            pbox = (bl, (rr[0] + ra[0], rr[0] + ra[1]),
-                                    (cc[0] + cb[0], cc[0] + cb[1]))
-                            owner_tile = _grid_tile(lay, g, r, c, owner)
-                            for q, p in enumerate(x for x in range(lay.parts) if x != owner):
-                                red_needs.append(Need((owner_tile,), _tagged(pbox, p),
-                                                      recv_addr + q * slot))
-                            off = out_addr
-                            for sb in _stored(op.out, wl, pbox):
-                                out_pieces.append(Piece(owner_tile, sb, off))
-                                off += volume(sb) * e
+        partial_pieces, red_needs = reduction_routes(wl, op, cand, part_addr, recv_addr, slot)
+        red = _Router(wl, spec, f"{op.name}-reduction")
         red.route(partial_name, partial_pieces, red_needs, PARTIAL_BYTES)
         gen.phases.append(_finish(red, spec, {partial_name: red_needs},
                                   {partial_name: partial_pieces}, step))
@@ -353,9 +397,8 @@ def _gemm(gen: Generation, op: Operator, cand: Candidate, held: dict[str, list[P
             [(need.tiles[0], volume(need.box) * PARTIAL_BYTES) for need in red_needs],
             spec.compute["elementwise_bytes_per_cycle"]))
         alloc.free(f"{tag}.recv", step + 1)
-    if lay.parts > 1:
         alloc.free(part_tag, step + 1)
-    held[op.out.tensor] = out_pieces
+        held[op.out.tensor] = output_pieces(wl, op, cand, out_addr)
     for t in (f"{tag}.a", f"{tag}.b"):
         alloc.free(t, step + 1)
 
