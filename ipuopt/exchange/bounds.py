@@ -141,10 +141,137 @@ def dependency_bound(timings: list[Timing], phase: Phase) -> Bound:
     return best
 
 
+def conflicts(timings: list[Timing]) -> list[set[int]]:
+    """Per transfer, the transfers that can never overlap it whatever the widths: a common
+    transmit lane (same source), receive lane (a common destination), a memory element one
+    reads on a tile where the other writes it, or a dependency."""
+    ids = {tm.transfer.id: i for i, tm in enumerate(timings)}
+    lanes: dict[tuple, list[int]] = defaultdict(list)
+    reads: dict[tuple, list[int]] = defaultdict(list)
+    writes: dict[tuple, list[int]] = defaultdict(list)
+    for i, tm in enumerate(timings):
+        t = tm.transfer
+        lanes[("tx", t.src)].append(i)
+        for x in t.dst:
+            lanes[("rx", x)].append(i)
+            for el in tm.write_elements:
+                writes[(x, *el)].append(i)
+        for el in tm.read_elements:
+            reads[(t.src, *el)].append(i)
+    out: list[set[int]] = [set() for _ in timings]
+    for group in lanes.values():
+        for i in group:
+            out[i].update(group)
+    for key, rs in reads.items():
+        for i in rs:
+            out[i].update(writes.get(key, ()))
+        for j in writes.get(key, ()):
+            out[j].update(rs)
+    for i, tm in enumerate(timings):
+        for a in tm.transfer.after:
+            out[i].add(ids[a])
+            out[ids[a]].add(i)
+    for i, s in enumerate(out):
+        s.discard(i)
+    return out
+
+
+def clique_bound(timings: list[Timing], spec: Spec, seeds: int = 200) -> Bound:
+    """Transfers that pairwise conflict (`conflicts`) run one at a time, even when no single
+    lane or element carries them all (a multicast into a group, the sends from that group
+    that hazard with it, ...). On each resource two conflicting transfers share, their
+    payload windows are disjoint; a transfer's windows on the resources it shares with the
+    clique all contain [S + o + hi, S + o + lo + d), hi and lo the largest and least route
+    latency among those resources (0 at the source), d at its cheapest width. Those are
+    disjoint across the clique: the horizon is at least the least head, plus their total
+    length, plus the least tail (what of the transfer follows the window). Cliques are grown
+    greedily from the transfers with the heaviest neighbourhoods; any clique is a proof."""
+    if not timings:
+        return Bound("clique", 0, "")
+    o = spec.exchange.tx_overhead
+    nb = conflicts(timings)
+    heads = _dependency_heads(timings)
+    lat = [max(tm.arrival.values()) - o for tm in timings]
+    w = [max(0, min(tm.duration.values()) - lat[i]) for i, tm in enumerate(timings)]
+    order = sorted(range(len(timings)), key=lambda i: (-sum(w[j] for j in nb[i]) - w[i], i))
+    best = Bound("clique", 0, "")
+    for seed in order[:seeds]:
+        clique, cand = [seed], set(nb[seed])
+        while cand:
+            if len(cand) > 64:  # weighing every candidate's neighbourhood costs |cand|^2
+                j = max(cand, key=lambda j: (w[j], -j))
+            else:
+                j = max(cand, key=lambda j: (w[j] + sum(w[k] for k in cand & nb[j]), -j))
+            clique.append(j)
+            cand &= nb[j]
+        v = _clique_value(timings, clique, heads, o)
+        if v > best.value:
+            best = Bound("clique", v, f"{len(clique)} pairwise conflicting transfers from "
+                                      f"{timings[seed].transfer.id}")
+    return best
+
+
+def _clique_value(timings: list[Timing], clique: list[int], heads: list[int], o: int) -> int:
+    """Least head + total window length + least tail of a clique (see `clique_bound`)."""
+    held = {i: _held(timings[i], o) for i in clique}
+    count: dict[tuple, int] = defaultdict(int)
+    for i in clique:
+        for key in held[i]:
+            count[key] += 1
+    other = {"tx": "tx", "rx": "rx", "rd": "wr", "wr": "rd"}  # what conflicts with what
+    head = tail = None
+    total = 0
+    for i in clique:
+        tm = timings[i]
+        offs = [off for key, off in held[i].items()
+                if count[(other[key[0]], *key[1:])] > (key[0] in ("tx", "rx"))] or [0]
+        hi, lo = max(offs), min(offs)
+        total += max(0, min(tm.duration.values()) - (hi - lo))
+        start = heads[i] + o + hi
+        after = max(tm.arrival.values()) - o - lo
+        head = start if head is None else min(head, start)
+        tail = after if tail is None else min(tail, after)
+    return (head or 0) + total + (tail or 0)
+
+
+def _held(tm: Timing, o: int) -> dict[tuple, int]:
+    """Resource -> offset of the transfer's payload window after S + tx_overhead, for every
+    resource it holds whatever its width."""
+    t = tm.transfer
+    out: dict[tuple, int] = {("tx", t.src): 0}
+    out.update({("rd", t.src, *el): 0 for el in tm.read_elements})
+    for x, a in tm.arrival.items():
+        out[("rx", x)] = a - o
+        out.update({("wr", x, *el): a - o for el in tm.write_elements})
+    return out
+
+
+def _dependency_heads(timings: list[Timing]) -> list[int]:
+    """Earliest start of each transfer through its `after` chain (cheapest widths)."""
+    ids = {tm.transfer.id: i for i, tm in enumerate(timings)}
+    head: list[int | None] = [None] * len(timings)
+    for root in range(len(timings)):
+        stack = [root]
+        while stack:
+            i = stack[-1]
+            if head[i] is not None:
+                stack.pop()
+                continue
+            pending = [ids[a] for a in timings[i].transfer.after if head[ids[a]] is None]
+            if pending:
+                stack.extend(pending)
+                continue
+            stack.pop()
+            head[i] = max((head[j] + min(timings[j].end_offset(w) for w in timings[j].widths)  # type: ignore[operator]
+                           for j in map(ids.__getitem__, timings[i].transfer.after)), default=0)
+    return head  # type: ignore[return-value]
+
+
 def all_bounds(phase: Phase, spec: Spec, timings: list[Timing] | None = None) -> list[Bound]:
     timings = timings if timings is not None else phase_timings(phase, spec)
     return [endpoint_bound(timings, spec), pair_bound(timings, spec),
-            element_bound(timings, spec), dependency_bound(timings, phase)]
+            element_bound(timings, spec), dependency_bound(timings, phase),
+            clique_bound(timings, spec)]
 
 
 def best_bound(bounds: list[Bound]) -> Bound:
