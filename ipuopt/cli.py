@@ -201,6 +201,8 @@ def _params(profile: str | None, solver: str | None, time_limit: float | None,
             verbose: bool = False) -> tuple[str, SolveParams]:
     SolveParams(time_limit, workers, seed)  # option ranges, before the profile is read
     backend, params = load_profile(profile) if profile else ("greedy", {})
+    if time_limit is not None and not profile and not solver:
+        backend = "auto"  # a time limit asks for the best schedule in that time
     if solver:
         if solver not in BACKENDS:
             raise InputError.one("", "--solver", f"unknown solver {solver!r} (one of {', '.join(BACKENDS)})")
@@ -241,7 +243,9 @@ def solve_cmd(
     phase: Annotated[Path, typer.Argument(help="Phase file (YAML or JSON) or bundled example name.")],
     spec: SpecOpt = None,
     profile: Annotated[str | None, typer.Option(help="Solver profile name or file.")] = None,
-    solver: Annotated[str | None, typer.Option(help="greedy | cpsat | milp | lns")] = None,
+    solver: Annotated[str | None, typer.Option(
+        help="greedy | cpsat | milp | lns | iterated | auto (default greedy; auto with --time-limit)",
+    )] = None,
     time_limit: Annotated[float | None, typer.Option(help="Seconds for the exact solver.")] = None,
     workers: Annotated[int | None, typer.Option(help="Solver threads.")] = None,
     seed: Annotated[int | None, typer.Option(help="Random seed (with --workers 1: reproducible).")] = None,

@@ -103,8 +103,18 @@ def _priority_order(timings: list[Timing], spec: Spec, rule: str) -> list[int]:
         busiest = max(load["tx", t.src], max(load["rx", x] for x in t.dst))
         return (-(busiest + tail[i]), -dmin[i], i)
 
-    indeg = [len(p) for p in preds]
-    ready = [(key(i), i) for i in range(n) if indeg[i] == 0]
+    return topological_by(timings, [key(i) for i in range(n)])
+
+
+def topological_by(timings: list[Timing], keys: list) -> list[int]:
+    """Transfer indices in an order that respects `after`; among ready ones the least key."""
+    index = {tm.transfer.id: i for i, tm in enumerate(timings)}
+    succs: list[list[int]] = [[] for _ in timings]
+    indeg = [len(tm.transfer.after) for tm in timings]
+    for i, tm in enumerate(timings):
+        for a in tm.transfer.after:
+            succs[index[a]].append(i)
+    ready = [(keys[i], i) for i in range(len(timings)) if indeg[i] == 0]
     heapq.heapify(ready)
     order: list[int] = []
     while ready:
@@ -113,7 +123,7 @@ def _priority_order(timings: list[Timing], spec: Spec, rule: str) -> list[int]:
         for s in succs[i]:
             indeg[s] -= 1
             if indeg[s] == 0:
-                heapq.heappush(ready, (key(s), s))
+                heapq.heappush(ready, (keys[s], s))
     return order
 
 
@@ -178,8 +188,9 @@ def _earliest(checks: list[tuple[IntervalSet, int, int, int]], lower: int) -> in
 
 def greedy_schedule(phase: Phase, spec: Spec, rule: str = "load",
                     timings: list[Timing] | None = None, borrow_aware: bool = False,
-                    ) -> tuple[dict[str, int], dict[str, str]]:
-    """Starts and widths of a feasible schedule built by one priority rule.
+                    order: list[int] | None = None) -> tuple[dict[str, int], dict[str, str]]:
+    """Starts and widths of a feasible schedule built by one priority rule (or placing the
+    transfers in `order`, a topological order of indices into `timings`).
 
     A width is chosen by earliest completion; with `borrow_aware`, a paired send
     is charged the lane time it takes from a partner that still has sends of its
@@ -193,7 +204,7 @@ def greedy_schedule(phase: Phase, spec: Spec, rule: str = "load",
     finish: dict[str, int] = {}
     starts: dict[str, int] = {}
     widths: dict[str, str] = {}
-    for i in _priority_order(timings, spec, rule):
+    for i in order if order is not None else _priority_order(timings, spec, rule):
         tm = timings[i]
         t = tm.transfer
         lower = max((finish[a] for a in t.after), default=0)

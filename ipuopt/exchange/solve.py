@@ -24,7 +24,9 @@ from ipuopt.spec import Spec
 # params, progress) and returns a Result whose solution is (starts, widths).
 EXACT = {"cpsat": ("ipuopt.exchange.cpsat", "solve_cpsat"),
          "milp": ("ipuopt.exchange.milp", "solve_milp"),
-         "lns": ("ipuopt.exchange.lns", "solve_lns")}
+         "lns": ("ipuopt.exchange.lns", "solve_lns"),
+         "iterated": ("ipuopt.exchange.iterated", "solve_iterated"),
+         "auto": ("ipuopt.exchange.auto", "solve_auto")}
 BACKENDS = ("greedy", *EXACT)
 
 
