@@ -15,7 +15,8 @@ from ipuopt.exchange.phase import Phase
 from ipuopt.exchange.timing import ORDINARY, PAIRED, Timing, phase_timings
 from ipuopt.spec import Spec
 
-RULES = ("load", "longest", "input", "reverse")
+RULES = ("load", "longest", "input", "reverse", "time")
+QUICK_RULES = RULES[:4]  # "time" re-places transfers as lanes fill: slower on wide multicasts
 
 
 class IntervalSet:
@@ -204,25 +205,69 @@ def greedy_schedule(phase: Phase, spec: Spec, rule: str = "load",
     finish: dict[str, int] = {}
     starts: dict[str, int] = {}
     widths: dict[str, str] = {}
-    for i in order if order is not None else _priority_order(timings, spec, rule):
+
+    def place(i: int) -> tuple[int, str]:
+        """The start and width of transfer i placed now, at its earliest completion."""
         tm = timings[i]
-        t = tm.transfer
-        lower = max((finish[a] for a in t.after), default=0)
+        lower = max((finish[a] for a in tm.transfer.after), default=0)
         best: tuple[int, int, str] | None = None
         for w in tm.widths:
             s = _earliest(lanes.checks(tm, w), lower)
-            done = s + tm.end_offset(w)
-            cost = done
+            cost = s + tm.end_offset(w)
             if borrow_aware and w == PAIRED and pending[tm.partner]:
                 cost += spec.exchange.tx_overhead + tm.duration[w]
             if best is None or cost < best[0]:
                 best = (cost, s, w)
-        _, s, w = best  # type: ignore[misc]
-        done = s + tm.end_offset(w)
-        pending[t.src] -= 1
+        return best[1], best[2]  # type: ignore[index]
+
+    def commit(i: int, s: int, w: str) -> None:
+        tm = timings[i]
+        pending[tm.transfer.src] -= 1
         lanes.commit(tm, w, s)
-        starts[t.id], widths[t.id], finish[t.id] = s, w, done
+        starts[tm.transfer.id], widths[tm.transfer.id] = s, w
+        finish[tm.transfer.id] = s + tm.end_offset(w)
+
+    if rule == "time" and order is None:
+        _by_start(timings, spec, place, commit)
+    else:
+        for i in order if order is not None else _priority_order(timings, spec, rule):
+            commit(i, *place(i))
     return starts, widths
+
+
+def _by_start(timings: list[Timing], spec: Spec, place, commit) -> None:
+    """Non-delay placement: the transfer that can start earliest goes next (starts
+    recomputed lazily as the lanes fill), ties to the one whose busiest tile, counting its
+    sends and receives, has the most work. Transfers that can share a moment are put
+    side by side, so half-duplex tiles (send and receive buffers on one memory element)
+    take turns instead of queueing every send of one tile first."""
+    ex = spec.exchange
+    index = {tm.transfer.id: i for i, tm in enumerate(timings)}
+    succs: list[list[int]] = [[] for _ in timings]
+    indeg = [len(tm.transfer.after) for tm in timings]
+    for i, tm in enumerate(timings):
+        for a in tm.transfer.after:
+            succs[index[a]].append(i)
+    work: dict[int, int] = defaultdict(int)
+    for tm in timings:
+        d = min(tm.duration.values())
+        work[tm.transfer.src] += ex.tx_overhead + d
+        for x in tm.transfer.dst:
+            work[x] += ex.rx_lead + d
+    prio = [-max(work[x] for x in (tm.transfer.src, *tm.transfer.dst)) for tm in timings]
+    heap = [(place(i)[0], prio[i], i) for i in range(len(timings)) if indeg[i] == 0]
+    heapq.heapify(heap)
+    while heap:
+        s0, p, i = heapq.heappop(heap)
+        s, w = place(i)
+        if s > s0:
+            heapq.heappush(heap, (s, p, i))
+            continue
+        commit(i, s, w)
+        for j in succs[i]:
+            indeg[j] -= 1
+            if indeg[j] == 0:
+                heapq.heappush(heap, (place(j)[0], prio[j], j))
 
 
 def horizon_of(timings: list[Timing], starts: dict[str, int], widths: dict[str, str]) -> int:
@@ -236,7 +281,7 @@ def best_greedy(phase: Phase, spec: Spec, rules: tuple[str, ...] | None = None,
     policies, and keep the best schedule."""
     timings = phase_timings(phase, spec)
     if rules is None:
-        rules = RULES if len(timings) <= 5000 else ("load",)
+        rules = QUICK_RULES if len(timings) <= 5000 else ("load",)
     best = None
     for rule in rules:
         for aware in (False, True):

@@ -6,7 +6,9 @@ forward by a random distance, and a little noise. The late ones are what set the
 placing them earlier lets the greedy fit the rest around them. The best schedule is kept,
 and a round that wanders too far starts again from it. Every round is a full greedy
 schedule, so every schedule kept is valid; one round costs one greedy run (a fraction of a
-second on phases of tens of thousands of transfers).
+second on phases of tens of thousands of transfers). The rounds a time limit allows vary
+from run to run; `rounds` (a backend parameter) fixes their number, and with a seed the
+result.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from __future__ import annotations
 import random
 import time
 
+from ipuopt.errors import InputError
 from ipuopt.exchange.greedy import greedy_schedule, horizon_of, topological_by
 from ipuopt.exchange.phase import Phase
 from ipuopt.exchange.timing import Timing
@@ -25,13 +28,17 @@ from ipuopt.spec import Spec
 def solve_iterated(spec: Spec, timings: list[Timing], hint: tuple[dict[str, int], dict[str, str]],
                    lower: int, params: SolveParams, progress: Progress | None = None) -> Result:
     limit = 60.0 if params.time_limit is None else params.time_limit
+    most = params.options.get("rounds")  # a fixed number of rounds: reproducible with a seed
+    if most is not None and (not isinstance(most, int) or most < 0):
+        raise InputError.one("", "params.rounds", f"must be a whole number >= 0, got {most!r}")
     rng = random.Random(params.seed or 0)
     phase = Phase(spec_ref=spec.name, transfers=[tm.transfer for tm in timings])
     ids = [tm.transfer.id for tm in timings]
     best = current = (horizon_of(timings, *hint), dict(hint[0]), dict(hint[1]))
     t0 = time.perf_counter()
     rounds = stale = 0
-    while best[0] > lower and time.perf_counter() - t0 < limit and not params.stop.is_set():
+    while (best[0] > lower and time.perf_counter() - t0 < limit and not params.stop.is_set()
+           and (most is None or rounds < most)):
         rounds += 1
         h, starts, widths = current
         late = h - max(1, (h - lower) * rng.choice((0.05, 0.1, 0.2, 0.4)))
