@@ -72,6 +72,14 @@ def test_zero_time_limit_falls_back() -> None:
     assert s["status"] == "fallback" and s["horizon"] == s["greedy_horizon"]
 
 
+def test_a_time_limit_means_auto() -> None:
+    r = run_cli("solve", str(EXAMPLES / "small.yaml"), "--time-limit", "3", "--workers", "1", "--json")
+    assert r.returncode == 0, r.stderr
+    s = json.loads(r.stdout)
+    assert s["solver"] == "auto" and s["methods"] == ["time", "cpsat"]
+    assert s["lower_bound"] <= s["horizon"] <= s["greedy_horizon"]
+
+
 def test_compare_rows(tmp_path: Path) -> None:
     r = run_cli("compare", str(EXAMPLES / "tiny.yaml"), str(EXAMPLES / "small.yaml"),
                 "--solvers", "greedy,cpsat", "--time-limit", "2", "--json")
