@@ -189,9 +189,11 @@ def _earliest(checks: list[tuple[IntervalSet, int, int, int]], lower: int) -> in
 
 def greedy_schedule(phase: Phase, spec: Spec, rule: str = "load",
                     timings: list[Timing] | None = None, borrow_aware: bool = False,
-                    order: list[int] | None = None) -> tuple[dict[str, int], dict[str, str]]:
+                    order: list[int] | None = None, bias: list[float] | None = None,
+                    ) -> tuple[dict[str, int], dict[str, str]]:
     """Starts and widths of a feasible schedule built by one priority rule (or placing the
-    transfers in `order`, a topological order of indices into `timings`).
+    transfers in `order`, a topological order of indices into `timings`; `bias` shifts
+    the `time` rule's priorities, lower first).
 
     A width is chosen by earliest completion; with `borrow_aware`, a paired send
     is charged the lane time it takes from a partner that still has sends of its
@@ -228,17 +230,17 @@ def greedy_schedule(phase: Phase, spec: Spec, rule: str = "load",
         finish[tm.transfer.id] = s + tm.end_offset(w)
 
     if rule == "time" and order is None:
-        _by_start(timings, spec, place, commit)
+        _by_start(timings, spec, place, commit, bias)
     else:
         for i in order if order is not None else _priority_order(timings, spec, rule):
             commit(i, *place(i))
     return starts, widths
 
 
-def _by_start(timings: list[Timing], spec: Spec, place, commit) -> None:
+def _by_start(timings: list[Timing], spec: Spec, place, commit, bias: list[float] | None) -> None:
     """Non-delay placement: the transfer that can start earliest goes next (starts
     recomputed lazily as the lanes fill), ties to the one whose busiest tile, counting its
-    sends and receives, has the most work. Transfers that can share a moment are put
+    sends and receives not yet placed, has the most work left. Transfers that can share a moment are put
     side by side, so half-duplex tiles (send and receive buffers on one memory element)
     take turns instead of queueing every send of one tile first."""
     ex = spec.exchange
@@ -248,26 +250,31 @@ def _by_start(timings: list[Timing], spec: Spec, place, commit) -> None:
     for i, tm in enumerate(timings):
         for a in tm.transfer.after:
             succs[index[a]].append(i)
-    work: dict[int, int] = defaultdict(int)
-    for tm in timings:
-        d = min(tm.duration.values())
-        work[tm.transfer.src] += ex.tx_overhead + d
-        for x in tm.transfer.dst:
-            work[x] += ex.rx_lead + d
-    prio = [-max(work[x] for x in (tm.transfer.src, *tm.transfer.dst)) for tm in timings]
-    heap = [(place(i)[0], prio[i], i) for i in range(len(timings)) if indeg[i] == 0]
+    work: dict[int, int] = defaultdict(int)  # per tile: sends and receives not yet placed
+    cost = [[(tm.transfer.src, ex.tx_overhead + min(tm.duration.values()))]
+            + [(x, ex.rx_lead + min(tm.duration.values())) for x in tm.transfer.dst] for tm in timings]
+    for items in cost:
+        for x, c in items:
+            work[x] += c
+
+    def prio(i: int) -> float:
+        return -max(work[x] for x, _ in cost[i]) + (bias[i] if bias else 0)
+
+    heap = [(place(i)[0], prio(i), i) for i in range(len(timings)) if indeg[i] == 0]
     heapq.heapify(heap)
     while heap:
         s0, p, i = heapq.heappop(heap)
         s, w = place(i)
-        if s > s0:
-            heapq.heappush(heap, (s, p, i))
+        if s > s0 or p != prio(i):  # a later start, or its tiles' remaining work changed
+            heapq.heappush(heap, (s, prio(i), i))
             continue
         commit(i, s, w)
+        for x, c in cost[i]:
+            work[x] -= c
         for j in succs[i]:
             indeg[j] -= 1
             if indeg[j] == 0:
-                heapq.heappush(heap, (place(j)[0], prio[j], j))
+                heapq.heappush(heap, (place(j)[0], prio(j), j))
 
 
 def horizon_of(timings: list[Timing], starts: dict[str, int], widths: dict[str, str]) -> int:

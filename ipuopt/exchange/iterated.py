@@ -1,9 +1,12 @@
 """Iterated greedy ("squeaky wheel"): the greedy as an engine, rerun many times.
 
-Each round places the transfers in a new order: the order of their starts in the last
-schedule, with the transfers that finished late (the last part of the horizon) moved
-forward by a random distance, and a little noise. The late ones are what set the horizon;
-placing them earlier lets the greedy fit the rest around them. The best schedule is kept,
+Each round builds a new schedule with one of two engines, at random: the list greedy
+placing the transfers in the order of their starts in the last schedule, with the
+transfers that finished late (the last part of the horizon) moved forward by a random
+distance and a little noise; or the non-delay greedy (rule `time`) with the late ones'
+priorities raised by a random amount (and no noise: its good schedules come from every
+alike group making the same choice at the same moment). The late ones are what set the horizon; placing
+them earlier lets the greedy fit the rest around them. The best schedule is kept,
 and a round that wanders too far starts again from it. Every round is a full greedy
 schedule, so every schedule kept is valid; one round costs one greedy run (a fraction of a
 second on phases of tens of thousands of transfers). The rounds a time limit allows vary
@@ -37,23 +40,26 @@ def solve_iterated(spec: Spec, timings: list[Timing], hint: tuple[dict[str, int]
     best = current = (horizon_of(timings, *hint), dict(hint[0]), dict(hint[1]))
     t0 = time.perf_counter()
     rounds = stale = 0
+    work = max(1, max(_tile_work(timings).values(), default=1))
     while (best[0] > lower and time.perf_counter() - t0 < limit and not params.stop.is_set()
            and (most is None or rounds < most)):
         rounds += 1
         h, starts, widths = current
-        late = h - max(1, (h - lower) * rng.choice((0.05, 0.1, 0.2, 0.4)))
-        push = rng.choice((0.02, 0.05, 0.1, 0.3)) * len(ids)
-        rank = {tid: r for r, tid in enumerate(sorted(ids, key=lambda x: starts[x]))}
-        keys = []
-        for tm, tid in zip(timings, ids, strict=True):
-            k = rank[tid] + 2 * rng.random()
-            if starts[tid] + tm.end_offset(widths[tid]) >= late:
-                k -= push * rng.random()
-            keys.append(k)
-        new_starts, new_widths = greedy_schedule(phase, spec, timings=timings,
-                                                 order=topological_by(timings, keys),
-                                                 borrow_aware=rng.random() < 0.5)
-        found = (horizon_of(timings, new_starts, new_widths), new_starts, new_widths)
+        late_at = h - max(1, (h - lower) * rng.choice((0.05, 0.1, 0.2, 0.4)))
+        late = [starts[tid] + tm.end_offset(widths[tid]) >= late_at
+                for tm, tid in zip(timings, ids, strict=True)]
+        if rng.random() < 0.7:  # the list engine: the last schedule's order, late ones forward
+            push = rng.choice((0.02, 0.05, 0.1, 0.3)) * len(ids)
+            rank = {tid: r for r, tid in enumerate(sorted(ids, key=lambda x: starts[x]))}
+            keys = [rank[tid] + 2 * rng.random() - (push * rng.random() if lt else 0)
+                    for tid, lt in zip(ids, late, strict=True)]
+            new = greedy_schedule(phase, spec, timings=timings, order=topological_by(timings, keys),
+                                  borrow_aware=rng.random() < 0.5)
+        else:  # the non-delay engine with the late ones first; no noise: its ties fall by
+            # index, and the same choice in every alike group is what lets groups interleave
+            push = rng.choice((0.01, 0.03, 0.1, 0.3)) * work
+            new = greedy_schedule(phase, spec, "time", timings, bias=[-push if lt else 0 for lt in late])
+        found = (horizon_of(timings, *new), *new)
         stale += 1
         if found[0] < best[0]:
             best, stale = found, 0
@@ -66,3 +72,13 @@ def solve_iterated(spec: Spec, timings: list[Timing], hint: tuple[dict[str, int]
     status = Status.OPTIMAL if best[0] <= lower else Status.FEASIBLE
     return Result(status, (best[1], best[2]), best[0], lower, solver="iterated",
                   extras={"rounds": rounds})
+
+
+def _tile_work(timings: list[Timing]) -> dict[int, int]:
+    """Per tile, the cheapest payload cycles of everything it sends or receives."""
+    work: dict[int, int] = {}
+    for tm in timings:
+        d = min(tm.duration.values())
+        for x in (tm.transfer.src, *tm.transfer.dst):
+            work[x] = work.get(x, 0) + d
+    return work
