@@ -38,11 +38,13 @@ def specs(draw: st.DrawFn) -> Spec:
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(spec=specs(), n=st.integers(1, 14), seed=st.integers(0, 10**6),
-       rule=st.sampled_from(RULES), aware=st.booleans())
+       rule=st.sampled_from(RULES), aware=st.booleans(), credit=st.sampled_from([0, 0.25, 1.0]),
+       window=st.sampled_from([1, 16]))
 def test_greedy_valid_and_bounds_below(spec: Spec, n: int, seed: int, rule: str,
-                                       aware: bool) -> None:
+                                       aware: bool, credit: float, window: int) -> None:
     phase = random_phase(spec, n, seed=seed, tiles=6, max_words=24, p_dep=0.2)
-    starts, widths = greedy_schedule(phase, spec, rule, borrow_aware=aware)
+    starts, widths = greedy_schedule(phase, spec, rule, borrow_aware=aware, paired_credit=credit,
+                                     window=window)
     report = validate(phase, spec, Schedule(starts, widths))
     assert report.ok, report.violations
     for b in all_bounds(phase, spec):

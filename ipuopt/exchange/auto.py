@@ -1,7 +1,8 @@
 """`--solver auto`: the method chosen by the phase's size, the best of all it ran kept.
 
-Every phase first gets the non-delay greedy (rule `time`; on large phases only when the
-limit is 30 s or more, as it is slower on wide multicasts). Small phases then go to CP-SAT,
+Every phase first gets the non-delay greedy (rule `time`) with three width policies (on
+large phases only when the limit is 30 s or more, as it is slower on wide multicasts, and
+no new one after 40% of the limit). Small phases then go to CP-SAT,
 warm-started with the better schedule; it proves most of them. Larger ones get the iterated
 greedy from the better schedule for half of the remaining time (many full greedy schedules,
 each valid), then LNS from its best (CP-SAT re-placing a few hundred transfers at a time).
@@ -22,6 +23,7 @@ from ipuopt.spec import Spec
 
 CPSAT_UP_TO = 300  # transfers: CP-SAT's whole model still proves or nearly proves these
 TIMED_FROM = 30.0  # seconds of time limit from which the non-delay greedy is tried first
+PAIRED_CREDITS = (0.25, 1.0, 0.0)  # its width policies, the most often best first
 
 
 def solve_auto(spec: Spec, timings: list[Timing], hint: tuple[dict[str, int], dict[str, str]],
@@ -33,9 +35,11 @@ def solve_auto(spec: Spec, timings: list[Timing], hint: tuple[dict[str, int], di
     limit = 60.0 if params.time_limit is None else params.time_limit
     t0 = time.perf_counter()
     small = len(timings) <= CPSAT_UP_TO
-    if small or limit >= TIMED_FROM:  # the non-delay greedy: often better on half-duplex tiles
-        phase = Phase(spec_ref=spec.name, transfers=[tm.transfer for tm in timings])
-        timed = greedy_schedule(phase, spec, "time", timings)
+    phase = Phase(spec_ref=spec.name, transfers=[tm.transfer for tm in timings])
+    for credit in PAIRED_CREDITS if small or limit >= TIMED_FROM else ():
+        if not small and time.perf_counter() - t0 > 0.4 * limit:
+            break
+        timed = greedy_schedule(phase, spec, "time", timings, paired_credit=credit)
         if horizon_of(timings, *timed) < horizon_of(timings, *hint):
             hint = timed
     rest = max(0.0, limit - (time.perf_counter() - t0))

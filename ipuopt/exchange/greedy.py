@@ -190,10 +190,15 @@ def _earliest(checks: list[tuple[IntervalSet, int, int, int]], lower: int) -> in
 def greedy_schedule(phase: Phase, spec: Spec, rule: str = "load",
                     timings: list[Timing] | None = None, borrow_aware: bool = False,
                     order: list[int] | None = None, bias: list[float] | None = None,
+                    paired_credit: float = 0.0, window: int = 1,
                     ) -> tuple[dict[str, int], dict[str, str]]:
     """Starts and widths of a feasible schedule built by one priority rule (or placing the
-    transfers in `order`, a topological order of indices into `timings`; `bias` shifts
-    the `time` rule's priorities, lower first).
+    transfers in `order`, a topological order of indices into `timings`). The `time` rule
+    takes `bias` (added to its priorities, lower first), `window` (starts within one window
+    of cycles count as the same moment, so priority decides among them).
+    `paired_credit` counts a paired send as finishing earlier by that share of the time it
+    saves on its receivers' lanes: a slightly later paired send often beats an ordinary one
+    on tiles whose lanes or memory elements are the bottleneck.
 
     A width is chosen by earliest completion; with `borrow_aware`, a paired send
     is charged the lane time it takes from a partner that still has sends of its
@@ -218,6 +223,8 @@ def greedy_schedule(phase: Phase, spec: Spec, rule: str = "load",
             cost = s + tm.end_offset(w)
             if borrow_aware and w == PAIRED and pending[tm.partner]:
                 cost += spec.exchange.tx_overhead + tm.duration[w]
+            if paired_credit and w == PAIRED and ORDINARY in tm.duration:
+                cost -= paired_credit * (tm.duration[ORDINARY] - tm.duration[PAIRED])
             if best is None or cost < best[0]:
                 best = (cost, s, w)
         return best[1], best[2]  # type: ignore[index]
@@ -230,14 +237,15 @@ def greedy_schedule(phase: Phase, spec: Spec, rule: str = "load",
         finish[tm.transfer.id] = s + tm.end_offset(w)
 
     if rule == "time" and order is None:
-        _by_start(timings, spec, place, commit, bias)
+        _by_start(timings, spec, place, commit, bias, window)
     else:
         for i in order if order is not None else _priority_order(timings, spec, rule):
             commit(i, *place(i))
     return starts, widths
 
 
-def _by_start(timings: list[Timing], spec: Spec, place, commit, bias: list[float] | None) -> None:
+def _by_start(timings: list[Timing], spec: Spec, place, commit, bias: list[float] | None,
+              window: int) -> None:
     """Non-delay placement: the transfer that can start earliest goes next (starts
     recomputed lazily as the lanes fill), ties to the one whose busiest tile, counting its
     sends and receives not yet placed, has the most work left. Transfers that can share a moment are put
@@ -260,13 +268,14 @@ def _by_start(timings: list[Timing], spec: Spec, place, commit, bias: list[float
     def prio(i: int) -> float:
         return -max(work[x] for x, _ in cost[i]) + (bias[i] if bias else 0)
 
-    heap = [(place(i)[0], prio(i), i) for i in range(len(timings)) if indeg[i] == 0]
+    q = max(1, window)
+    heap = [(place(i)[0] // q, prio(i), i) for i in range(len(timings)) if indeg[i] == 0]
     heapq.heapify(heap)
     while heap:
-        s0, p, i = heapq.heappop(heap)
+        b0, p, i = heapq.heappop(heap)
         s, w = place(i)
-        if s > s0 or p != prio(i):  # a later start, or its tiles' remaining work changed
-            heapq.heappush(heap, (s, prio(i), i))
+        if s // q > b0 or p != prio(i):  # a later start, or its tiles' remaining work changed
+            heapq.heappush(heap, (s // q, prio(i), i))
             continue
         commit(i, s, w)
         for x, c in cost[i]:
@@ -274,7 +283,7 @@ def _by_start(timings: list[Timing], spec: Spec, place, commit, bias: list[float
         for j in succs[i]:
             indeg[j] -= 1
             if indeg[j] == 0:
-                heapq.heappush(heap, (place(j)[0], prio(j), j))
+                heapq.heappush(heap, (place(j)[0] // q, prio(j), j))
 
 
 def horizon_of(timings: list[Timing], starts: dict[str, int], widths: dict[str, str]) -> int:

@@ -4,14 +4,13 @@ Each round builds a new schedule with one of two engines, at random: the list gr
 placing the transfers in the order of their starts in the last schedule, with the
 transfers that finished late (the last part of the horizon) moved forward by a random
 distance and a little noise; or the non-delay greedy (rule `time`) with the late ones'
-priorities raised by a random amount (and no noise: its good schedules come from every
-alike group making the same choice at the same moment). The late ones are what set the horizon; placing
-them earlier lets the greedy fit the rest around them. The best schedule is kept,
-and a round that wanders too far starts again from it. Every round is a full greedy
-schedule, so every schedule kept is valid; one round costs one greedy run (a fraction of a
-second on phases of tens of thousands of transfers). The rounds a time limit allows vary
-from run to run; `rounds` (a backend parameter) fixes their number, and with a seed the
-result.
+priorities raised by a random amount, a random width policy and tie window, and no noise
+(its good schedules come from every alike group making the same choice at the same
+moment). The late ones are what set the horizon; placing them earlier lets the greedy fit
+the rest around them. The best schedule is kept, and a round that wanders too far starts
+again from it. Every round is a full greedy schedule, so every schedule kept is valid. The
+rounds a time limit allows vary from run to run; `rounds` (a backend parameter) fixes
+their number, and with a seed the result.
 """
 
 from __future__ import annotations
@@ -58,7 +57,9 @@ def solve_iterated(spec: Spec, timings: list[Timing], hint: tuple[dict[str, int]
         else:  # the non-delay engine with the late ones first; no noise: its ties fall by
             # index, and the same choice in every alike group is what lets groups interleave
             push = rng.choice((0.01, 0.03, 0.1, 0.3)) * work
-            new = greedy_schedule(phase, spec, "time", timings, bias=[-push if lt else 0 for lt in late])
+            new = greedy_schedule(phase, spec, "time", timings, bias=[-push if lt else 0 for lt in late],
+                                  paired_credit=rng.choice((0.0, 0.25, 0.5, 1.0)),
+                                  window=rng.choice((1, 16, 64)))
         found = (horizon_of(timings, *new), *new)
         stale += 1
         if found[0] < best[0]:
