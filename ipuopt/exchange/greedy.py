@@ -68,14 +68,8 @@ def _priority_order(timings: list[Timing], spec: Spec, rule: str) -> list[int]:
     """A topological order of transfers; among ready ones the rule's priority decides."""
     ex = spec.exchange
     n = len(timings)
-    index = {tm.transfer.id: i for i, tm in enumerate(timings)}
-    preds = [[index[a] for a in tm.transfer.after] for tm in timings]
-    succs: list[list[int]] = [[] for _ in range(n)]
-    for i, ps in enumerate(preds):
-        for p in ps:
-            succs[p].append(i)
+    succs, indeg = _successors(timings)
     dmin = [min(tm.duration.values()) for tm in timings]
-    indeg = [len(p) for p in preds]
     topo = [i for i in range(n) if indeg[i] == 0]
     for i in topo:
         for s in succs[i]:
@@ -107,14 +101,19 @@ def _priority_order(timings: list[Timing], spec: Spec, rule: str) -> list[int]:
     return topological_by(timings, [key(i) for i in range(n)])
 
 
-def topological_by(timings: list[Timing], keys: list) -> list[int]:
-    """Transfer indices in an order that respects `after`; among ready ones the least key."""
+def _successors(timings: list[Timing]) -> tuple[list[list[int]], list[int]]:
+    """Per transfer index: the indices that wait for it, and how many it waits for."""
     index = {tm.transfer.id: i for i, tm in enumerate(timings)}
     succs: list[list[int]] = [[] for _ in timings]
-    indeg = [len(tm.transfer.after) for tm in timings]
     for i, tm in enumerate(timings):
         for a in tm.transfer.after:
             succs[index[a]].append(i)
+    return succs, [len(tm.transfer.after) for tm in timings]
+
+
+def topological_by(timings: list[Timing], keys: list) -> list[int]:
+    """Transfer indices in an order that respects `after`; among ready ones the least key."""
+    succs, indeg = _successors(timings)
     ready = [(keys[i], i) for i in range(len(timings)) if indeg[i] == 0]
     heapq.heapify(ready)
     order: list[int] = []
@@ -248,16 +247,11 @@ def _by_start(timings: list[Timing], spec: Spec, place, commit, bias: list[float
               window: int) -> None:
     """Non-delay placement: the transfer that can start earliest goes next (starts
     recomputed lazily as the lanes fill), ties to the one whose busiest tile, counting its
-    sends and receives not yet placed, has the most work left. Transfers that can share a moment are put
-    side by side, so half-duplex tiles (send and receive buffers on one memory element)
-    take turns instead of queueing every send of one tile first."""
+    sends and receives not yet placed, has the most work left. Transfers that can share a
+    moment are put side by side, so half-duplex tiles (send and receive buffers on one
+    memory element) take turns instead of queueing every send of one tile first."""
     ex = spec.exchange
-    index = {tm.transfer.id: i for i, tm in enumerate(timings)}
-    succs: list[list[int]] = [[] for _ in timings]
-    indeg = [len(tm.transfer.after) for tm in timings]
-    for i, tm in enumerate(timings):
-        for a in tm.transfer.after:
-            succs[index[a]].append(i)
+    succs, indeg = _successors(timings)
     work: dict[int, int] = defaultdict(int)  # per tile: sends and receives not yet placed
     cost = [[(tm.transfer.src, ex.tx_overhead + min(tm.duration.values()))]
             + [(x, ex.rx_lead + min(tm.duration.values())) for x in tm.transfer.dst] for tm in timings]
