@@ -39,6 +39,7 @@ def solve_iterated(spec: Spec, timings: list[Timing], hint: tuple[dict[str, int]
     best = current = (horizon_of(timings, *hint), dict(hint[0]), dict(hint[1]))
     t0 = time.perf_counter()
     rounds = stale = 0
+    timed_cost = 0.0
     work = max(1, max(_tile_work(timings).values(), default=1))
     while (best[0] > lower and time.perf_counter() - t0 < limit and not params.stop.is_set()
            and (most is None or rounds < most)):
@@ -47,7 +48,8 @@ def solve_iterated(spec: Spec, timings: list[Timing], hint: tuple[dict[str, int]
         late_at = h - max(1, (h - lower) * rng.choice((0.05, 0.1, 0.2, 0.4)))
         late = [starts[tid] + tm.end_offset(widths[tid]) >= late_at
                 for tm, tid in zip(timings, ids, strict=True)]
-        if rng.random() < 0.7:  # the list engine: the last schedule's order, late ones forward
+        left = limit - (time.perf_counter() - t0) if most is None else float("inf")
+        if rng.random() < 0.7 or timed_cost > left:  # the list engine: the last order, late ones forward
             push = rng.choice((0.02, 0.05, 0.1, 0.3)) * len(ids)
             rank = {tid: r for r, tid in enumerate(sorted(ids, key=lambda x: starts[x]))}
             keys = [rank[tid] + 2 * rng.random() - (push * rng.random() if lt else 0)
@@ -57,9 +59,11 @@ def solve_iterated(spec: Spec, timings: list[Timing], hint: tuple[dict[str, int]
         else:  # the non-delay engine with the late ones first; no noise: its ties fall by
             # index, and the same choice in every alike group is what lets groups interleave
             push = rng.choice((0.01, 0.03, 0.1, 0.3)) * work
+            began = time.perf_counter()
             new = greedy_schedule(phase, spec, "time", timings, bias=[-push if lt else 0 for lt in late],
                                   paired_credit=rng.choice((0.0, 0.25, 0.5, 1.0)),
                                   window=rng.choice((1, 16, 64)))
+            timed_cost = time.perf_counter() - began  # slower on wide multicasts: not past the limit
         found = (horizon_of(timings, *new), *new)
         stale += 1
         if found[0] < best[0]:
