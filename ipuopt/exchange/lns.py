@@ -1,9 +1,11 @@
 """Large-neighbourhood search for phases too big for one CP-SAT model.
 
-Start from the greedy schedule; repeatedly free a few hundred transfers (those
-whose starts lie nearest to an anchor: the transfer that sets the horizon, or
-a random one), keep every other transfer where it is, and let CP-SAT re-place
-the freed ones within a time window. Only the fixed transfers that share a
+Start from the greedy schedule; repeatedly free a few hundred transfers, keep every
+other transfer where it is, and let CP-SAT re-place the freed ones. Two neighbourhoods:
+the transfers whose starts lie nearest to an anchor (the transfer that sets the horizon,
+or a random one), re-placed within a time window; or the transfers reached from the tiles
+of the transfer that sets the horizon, breadth first through the tiles they touch, at any
+time up to the horizon (a reduction's group of partials is freed whole). Only the fixed transfers that share a
 resource with a freed one and lie close enough in time to collide with it, or
 that are linked to one by a dependency, enter the sub-model. The objective is
 the horizon first and the freed transfers' completions second, so a window
@@ -16,7 +18,7 @@ from __future__ import annotations
 import random
 import time
 from bisect import bisect_left, bisect_right
-from collections import defaultdict
+from collections import defaultdict, deque
 
 from ortools.sat.python import cp_model
 
@@ -32,6 +34,30 @@ from ipuopt.spec import Spec
 def _resources(tm: Timing, spec: Spec) -> set[tuple]:
     return {(o.kind if o.kind in ("tx", "rx") else "el", o.key)
             for w in tm.widths for o in tm.occupancies(w, spec)}
+
+
+def _tile_block(anchor: str, by_id: dict[str, Timing], by_tile: dict[int, list[str]],
+                most: int) -> set[str]:
+    """Up to `most` transfers reached from the anchor's tiles, breadth first through the
+    tiles they touch: a group of tiles that exchange among themselves (a reduction's
+    partials, a multicast group and its senders) is freed whole."""
+    t = by_id[anchor].transfer
+    queue = deque([t.src, *t.dst])
+    seen = set(queue)
+    free: set[str] = set()
+    while queue and len(free) < most:
+        for tid in by_tile[queue.popleft()]:
+            if tid in free:
+                continue
+            free.add(tid)
+            x = by_id[tid].transfer
+            for y in (x.src, *x.dst):
+                if y not in seen:
+                    seen.add(y)
+                    queue.append(y)
+            if len(free) >= most:
+                break
+    return free
 
 
 def solve_lns(spec: Spec, timings: list[Timing], hint: tuple[dict[str, int], dict[str, str]],
@@ -54,9 +80,12 @@ def solve_lns(spec: Spec, timings: list[Timing], hint: tuple[dict[str, int], dic
         for r in res:
             users[r].append(tid)
     succs: dict[str, list[str]] = defaultdict(list)
+    by_tile: dict[int, list[str]] = defaultdict(list)
     for tm in timings:
         for a in tm.transfer.after:
             succs[a].append(tm.transfer.id)
+        for x in (tm.transfer.src, *tm.transfer.dst):
+            by_tile[x].append(tm.transfer.id)
     span = max((abs(o.offset) + o.length for tm in timings for w in tm.widths
                 for o in tm.occupancies(w, spec)), default=0)
 
@@ -71,16 +100,21 @@ def solve_lns(spec: Spec, timings: list[Timing], hint: tuple[dict[str, int], dic
         steps += 1
         order = sorted(ids, key=lambda t: starts[t])
         order_starts = [starts[t] for t in order]
-        anchor = max(ids, key=done) if rng.random() < 0.5 else rng.choice(ids)
-        a = starts[anchor]
-        i = bisect_left(order_starts, a)
-        lo_i, hi_i = max(0, i - free_n // 2), min(len(order), i + free_n // 2 + 1)
-        free = set(order[lo_i:hi_i])
-        lo = max(0, min(starts[t] for t in free) - span)
-        hi = max(starts[t] for t in free)
-        near_lo, near_hi = bisect_left(order_starts, lo - 2 * span), bisect_right(
-            order_starts, hi + 2 * span)
-        near = set(order[near_lo:near_hi])
+        pick = rng.random()
+        anchor = max(ids, key=done) if pick < 0.7 else rng.choice(ids)
+        if pick < 0.4:  # the tiles around the transfer that sets the horizon, at any time
+            free = _tile_block(anchor, by_id, by_tile, free_n)
+            lo, hi = 0, horizon
+            near = set(ids)
+        else:  # the transfers that start nearest to the anchor
+            i = bisect_left(order_starts, starts[anchor])
+            lo_i, hi_i = max(0, i - free_n // 2), min(len(order), i + free_n // 2 + 1)
+            free = set(order[lo_i:hi_i])
+            lo = max(0, min(starts[t] for t in free) - span)
+            hi = max(starts[t] for t in free)
+            near_lo, near_hi = bisect_left(order_starts, lo - 2 * span), bisect_right(
+                order_starts, hi + 2 * span)
+            near = set(order[near_lo:near_hi])
         keep = set(free)
         for t in free:
             for r in resources[t]:
