@@ -52,7 +52,7 @@ def solve_auto(spec: Spec, timings: list[Timing], hint: tuple[dict[str, int], di
         return Result(first.status, first.solution, first.value, first.bound, solver="auto/iterated",
                       extras={**first.extras, "methods": ["iterated"]})
     second = solve_lns(spec, timings, first.solution, lower, params.with_(time_limit=rest / 2), progress)
-    best = second if second.solution is not None and second.value <= first.value else first
+    best = second if second.solution is not None and second.value < first.value else first
     bound = max(lower, first.bound or 0, second.bound or 0)
     status = Status.OPTIMAL if best.value <= bound else Status.FEASIBLE
     return Result(status, best.solution, best.value, bound,
