@@ -75,8 +75,8 @@ def test_iterated_and_auto_valid_and_no_worse_than_greedy() -> None:
     spec = load_spec("test64")
     phase = random_phase(spec, 400, seed=5, max_fanout=3, p_dep=0.05)
     params = {"time_limit": 3, "workers": 1, "seed": 0}
-    for backend in ("iterated", "auto"):
-        s = solve(phase, spec, backend, params).schedule
+    for backend, extra in (("iterated", {}), ("auto", {}), ("auto", {"rounds": 3})):
+        s = solve(phase, spec, backend, {**params, **extra}).schedule
         assert validate(phase, spec, s).ok and s.horizon <= s.extra["greedy_horizon"]
     fixed = {**params, "time_limit": 60, "rounds": 15}
     a, b = (solve(phase, spec, "iterated", fixed).schedule for _ in range(2))

@@ -13,7 +13,7 @@ from ipuopt.result import Status
 STATUS = {cp_model.OPTIMAL: Status.OPTIMAL, cp_model.FEASIBLE: Status.FEASIBLE,
           cp_model.INFEASIBLE: Status.INFEASIBLE}
 # Options meant for other backends that a profile or a race may carry along.
-_NOT_CPSAT = ("milp_solver", "solver", "msg")
+_NOT_CPSAT = ("milp_solver", "solver", "msg", "rounds")  # rounds: the iterated greedy's
 
 
 def new_solver(params: SolveParams, time_limit: float | None = None, wall_clock: bool = False
