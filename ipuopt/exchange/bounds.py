@@ -114,31 +114,39 @@ def element_bound(timings: list[Timing], spec: Spec) -> Bound:
 
 def dependency_bound(timings: list[Timing], phase: Phase) -> Bound:
     """Longest chain through `after`, each transfer at its cheapest width and latency."""
-    done: dict[str, int] = {}
+    order, heads = _dependency_heads(timings)
     best = Bound("dependency", 0, "")
-    pending = {tm.transfer.id: tm for tm in timings}
-    order: list[Timing] = []
-    # Kahn's order; phases are validated acyclic before bounds are computed.
-    indeg = {i: len(tm.transfer.after) for i, tm in pending.items()}
-    succ: dict[str, list[str]] = defaultdict(list)
-    for tm in timings:
+    for i in order:
+        tm = timings[i]
+        done = heads[i] + min(tm.end_offset(w) for w in tm.widths)
+        if done > best.value:
+            best = Bound("dependency", done, f"chain ending at transfer {tm.transfer.id}")
+    return best
+
+
+def _dependency_heads(timings: list[Timing]) -> tuple[list[int], list[int]]:
+    """A topological order of the transfers (Kahn's; phases are validated acyclic before
+    bounds are computed) and each one's earliest start through its `after` chain, every
+    transfer at its cheapest width."""
+    ids = {tm.transfer.id: i for i, tm in enumerate(timings)}
+    succ: list[list[int]] = [[] for _ in timings]
+    indeg = [len(tm.transfer.after) for tm in timings]
+    for i, tm in enumerate(timings):
         for a in tm.transfer.after:
-            succ[a].append(tm.transfer.id)
-    queue = [i for i, k in indeg.items() if k == 0]
+            succ[ids[a]].append(i)
+    queue = [i for i, k in enumerate(indeg) if k == 0]
+    order: list[int] = []
+    heads = [0] * len(timings)
     while queue:
         i = queue.pop()
-        order.append(pending[i])
+        order.append(i)
+        done = heads[i] + min(timings[i].end_offset(w) for w in timings[i].widths)
         for s in succ[i]:
+            heads[s] = max(heads[s], done)
             indeg[s] -= 1
             if indeg[s] == 0:
                 queue.append(s)
-    for tm in order:
-        t = tm.transfer
-        start = max((done[a] for a in t.after), default=0)
-        done[t.id] = start + min(tm.end_offset(w) for w in tm.widths)
-        if done[t.id] > best.value:
-            best = Bound("dependency", done[t.id], f"chain ending at transfer {t.id}")
-    return best
+    return order, heads
 
 
 def conflicts(timings: list[Timing]) -> list[set[int]]:
@@ -146,27 +154,15 @@ def conflicts(timings: list[Timing]) -> list[set[int]]:
     transmit lane (same source), receive lane (a common destination), a memory element one
     reads on a tile where the other writes it, or a dependency."""
     ids = {tm.transfer.id: i for i, tm in enumerate(timings)}
-    lanes: dict[tuple, list[int]] = defaultdict(list)
-    reads: dict[tuple, list[int]] = defaultdict(list)
-    writes: dict[tuple, list[int]] = defaultdict(list)
+    users: dict[tuple, list[int]] = defaultdict(list)
     for i, tm in enumerate(timings):
-        t = tm.transfer
-        lanes[("tx", t.src)].append(i)
-        for x in t.dst:
-            lanes[("rx", x)].append(i)
-            for el in tm.write_elements:
-                writes[(x, *el)].append(i)
-        for el in tm.read_elements:
-            reads[(t.src, *el)].append(i)
+        for key in _held(tm, 0):
+            users[key].append(i)
     out: list[set[int]] = [set() for _ in timings]
-    for group in lanes.values():
+    for key, group in users.items():
+        clash = group if key[0] in ("tx", "rx") else users.get((_OTHER[key[0]], *key[1:]), ())
         for i in group:
-            out[i].update(group)
-    for key, rs in reads.items():
-        for i in rs:
-            out[i].update(writes.get(key, ()))
-        for j in writes.get(key, ()):
-            out[j].update(rs)
+            out[i].update(clash)
     for i, tm in enumerate(timings):
         for a in tm.transfer.after:
             out[i].add(ids[a])
@@ -190,7 +186,7 @@ def clique_bound(timings: list[Timing], spec: Spec, seeds: int = 200) -> Bound:
         return Bound("clique", 0, "")
     o = spec.exchange.tx_overhead
     nb = conflicts(timings)
-    heads = _dependency_heads(timings)
+    heads = _dependency_heads(timings)[1]
     lat = [max(tm.arrival.values()) - o for tm in timings]
     w = [max(0, min(tm.duration.values()) - lat[i]) for i, tm in enumerate(timings)]
     order = sorted(range(len(timings)), key=lambda i: (-sum(w[j] for j in nb[i]) - w[i], i))
@@ -218,13 +214,12 @@ def _clique_value(timings: list[Timing], clique: list[int], heads: list[int], o:
     for i in clique:
         for key in held[i]:
             count[key] += 1
-    other = {"tx": "tx", "rx": "rx", "rd": "wr", "wr": "rd"}  # what conflicts with what
     head = tail = None
     total = 0
     for i in clique:
         tm = timings[i]
         offs = [off for key, off in held[i].items()
-                if count[(other[key[0]], *key[1:])] > (key[0] in ("tx", "rx"))] or [0]
+                if count[(_OTHER[key[0]], *key[1:])] > (key[0] in ("tx", "rx"))] or [0]
         hi, lo = max(offs), min(offs)
         total += max(0, min(tm.duration.values()) - (hi - lo))
         start = heads[i] + o + hi
@@ -232,6 +227,9 @@ def _clique_value(timings: list[Timing], clique: list[int], heads: list[int], o:
         head = start if head is None else min(head, start)
         tail = after if tail is None else min(tail, after)
     return (head or 0) + total + (tail or 0)
+
+
+_OTHER = {"tx": "tx", "rx": "rx", "rd": "wr", "wr": "rd"}  # which resource conflicts with which
 
 
 def _held(tm: Timing, o: int) -> dict[tuple, int]:
@@ -244,27 +242,6 @@ def _held(tm: Timing, o: int) -> dict[tuple, int]:
         out[("rx", x)] = a - o
         out.update({("wr", x, *el): a - o for el in tm.write_elements})
     return out
-
-
-def _dependency_heads(timings: list[Timing]) -> list[int]:
-    """Earliest start of each transfer through its `after` chain (cheapest widths)."""
-    ids = {tm.transfer.id: i for i, tm in enumerate(timings)}
-    head: list[int | None] = [None] * len(timings)
-    for root in range(len(timings)):
-        stack = [root]
-        while stack:
-            i = stack[-1]
-            if head[i] is not None:
-                stack.pop()
-                continue
-            pending = [ids[a] for a in timings[i].transfer.after if head[ids[a]] is None]
-            if pending:
-                stack.extend(pending)
-                continue
-            stack.pop()
-            head[i] = max((head[j] + min(timings[j].end_offset(w) for w in timings[j].widths)  # type: ignore[operator]
-                           for j in map(ids.__getitem__, timings[i].transfer.after)), default=0)
-    return head  # type: ignore[return-value]
 
 
 def all_bounds(phase: Phase, spec: Spec, timings: list[Timing] | None = None) -> list[Bound]:

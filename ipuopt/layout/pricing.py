@@ -24,7 +24,7 @@ from ipuopt.exchange.timing import payload_cycles
 from ipuopt.spec import Spec
 from ipuopt.workloads.boxes import Box, split, volume
 from ipuopt.workloads.gemm import PARTIAL_BYTES, Candidate
-from ipuopt.workloads.phases import Need, output_pieces
+from ipuopt.workloads.phases import Need, SpmdAllocator, default_input_layout, output_pieces
 from ipuopt.workloads.workload import Operator, Workload
 
 
@@ -124,10 +124,8 @@ def output_held(wl: Workload, op: Operator, c: Candidate) -> Held:
 
 
 def input_held(wl: Workload, tensor: str, spec: Spec) -> Held:
-    """A graph input arrives split by rows over the first tiles (as `ipuopt gen` assumes)."""
-    b, rows, cols = wl.tensors[tensor].shape
-    parts = split(rows, min(rows, spec.tiles))
-    return Held.of([(t, ((0, b), rr, (0, cols))) for t, rr in enumerate(parts)])
+    """Where a graph input arrives (as `ipuopt gen` assumes: split by rows over the first tiles)."""
+    return Held.of([(p.tile, p.box) for p in default_input_layout(wl, spec, tensor, SpmdAllocator(spec), 0)])
 
 
 def own_exchange(wl: Workload, op: Operator, c: Candidate, spec: Spec) -> dict[str, int]:
