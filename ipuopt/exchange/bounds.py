@@ -149,14 +149,14 @@ def _dependency_heads(timings: list[Timing]) -> tuple[list[int], list[int]]:
     return order, heads
 
 
-def conflicts(timings: list[Timing]) -> list[set[int]]:
+def conflicts(timings: list[Timing], held: list[dict[tuple, int]] | None = None) -> list[set[int]]:
     """Per transfer, the transfers that can never overlap it whatever the widths: a common
     transmit lane (same source), receive lane (a common destination), a memory element one
     reads on a tile where the other writes it, or a dependency."""
     ids = {tm.transfer.id: i for i, tm in enumerate(timings)}
     users: dict[tuple, list[int]] = defaultdict(list)
     for i, tm in enumerate(timings):
-        for key in _held(tm, 0):
+        for key in (held[i] if held is not None else _held(tm, 0)):
             users[key].append(i)
     out: list[set[int]] = [set() for _ in timings]
     for key, group in users.items():
@@ -177,56 +177,111 @@ def clique_bound(timings: list[Timing], spec: Spec, seeds: int = 200) -> Bound:
     lane or element carries them all (a multicast into a group, the sends from that group
     that hazard with it, ...). On each resource two conflicting transfers share, their
     payload windows are disjoint; a transfer's windows on the resources it shares with the
-    clique all contain [S + o + hi, S + o + lo + d), hi and lo the largest and least route
-    latency among those resources (0 at the source), d at its cheapest width. Those are
-    disjoint across the clique: the horizon is at least the least head, plus their total
-    length, plus the least tail (what of the transfer follows the window). Cliques are grown
-    greedily from the transfers with the heaviest neighbourhoods; any clique is a proof."""
+    others all contain its core [S + o + hi, S + o + lo + d), hi and lo the largest and least
+    route latency among those resources (0 at the source), d at its cheapest width. Cores
+    are disjoint across the clique: the horizon is at least the least head, plus their total
+    length, plus the least tail (what of the transfer follows its core).
+
+    The transfers that conflict with every member (the rest) need not conflict with each
+    other, yet their cores avoid the clique's: add what of them must run at once at least
+    (`_rest_union`), e.g. two sends of one tile pair that are paired (one after the other)
+    or ordinary (twice as long). Cliques are grown greedily from the transfers with the
+    heaviest neighbourhoods, and weighed with their rest at every step; any is a proof."""
     if not timings:
         return Bound("clique", 0, "")
     o = spec.exchange.tx_overhead
-    nb = conflicts(timings)
+    held = [_held(tm, o) for tm in timings]
+    nb = conflicts(timings, held)
+    shares = [[((_OTHER[k[0]], *k[1:]), off, k[0] in ("tx", "rx")) for k, off in h.items()]
+              for h in held]  # per resource: the one it conflicts with, offset, a lane?
     heads = _dependency_heads(timings)[1]
     lat = [max(tm.arrival.values()) - o for tm in timings]
     w = [max(0, min(tm.duration.values()) - lat[i]) for i, tm in enumerate(timings)]
     order = sorted(range(len(timings)), key=lambda i: (-sum(w[j] for j in nb[i]) - w[i], i))
     best = Bound("clique", 0, "")
+    budget = _REST_WORK
     for seed in order[:seeds]:
         clique, cand = [seed], set(nb[seed])
-        while cand:
+        while True:
+            if not cand or (len(cand) <= _REST_MAX and budget > 0):
+                budget -= sum(len(shares[i]) for i in clique) + sum(len(shares[i]) for i in cand)
+                v = _clique_value(timings, held, shares, clique, sorted(cand), heads, spec)
+                if v > best.value:
+                    rest = f" and {len(cand)} more" if cand else ""
+                    best = Bound("clique", v, f"{len(clique)} pairwise conflicting transfers"
+                                              f"{rest} from {timings[seed].transfer.id}")
+            if not cand:
+                break
             if len(cand) > 64:  # weighing every candidate's neighbourhood costs |cand|^2
                 j = max(cand, key=lambda j: (w[j], -j))
             else:
                 j = max(cand, key=lambda j: (w[j] + sum(w[k] for k in cand & nb[j]), -j))
             clique.append(j)
             cand &= nb[j]
-        v = _clique_value(timings, clique, heads, o)
-        if v > best.value:
-            best = Bound("clique", v, f"{len(clique)} pairwise conflicting transfers from "
-                                      f"{timings[seed].transfer.id}")
     return best
 
 
-def _clique_value(timings: list[Timing], clique: list[int], heads: list[int], o: int) -> int:
-    """Least head + total window length + least tail of a clique (see `clique_bound`)."""
-    held = {i: _held(timings[i], o) for i in clique}
+# Weighing a clique with its rest costs the resources of both: only while the rest is this
+# small, and until this many resources have been weighed (then final cliques only).
+_REST_MAX = 64
+_REST_WORK = 5_000_000
+
+
+def _clique_value(timings: list[Timing], held: list[dict[tuple, int]],
+                  shares: list[list[tuple[tuple, int, bool]]], clique: list[int],
+                  rest: list[int], heads: list[int], spec: Spec) -> int:
+    """Least head + total core length of the clique + what of the rest's cores runs apart
+    at least + least tail (see `clique_bound`)."""
+    o = spec.exchange.tx_overhead
     count: dict[tuple, int] = defaultdict(int)
     for i in clique:
         for key in held[i]:
             count[key] += 1
-    head = tail = None
-    total = 0
-    for i in clique:
+    everyone = dict(count)
+    for i in rest:
+        for key in held[i]:
+            everyone[key] = everyone.get(key, 0) + 1
+    cores = {i: _core(shares[i], everyone, True) for i in clique}
+    rest_cores = {i: _core(shares[i], count, False) for i in rest}
+    total = sum(max(0, min(timings[i].duration.values()) - (hi - lo))
+                for i, (hi, lo) in cores.items())
+    cores.update(rest_cores)
+    head = min(heads[i] + o + hi for i, (hi, _) in cores.items())
+    tail = min(max(timings[i].arrival.values()) - o - lo for i, (_, lo) in cores.items())
+    return head + total + _rest_union(timings, rest_cores, spec) + tail
+
+
+def _core(held: list[tuple[tuple, int, bool]], count: dict[tuple, int],
+          counted: bool) -> tuple[int, int]:
+    """(hi, lo): the largest and least offset of the resources the transfer shares with
+    those in `count` (which includes the transfer itself when `counted`)."""
+    offs = [off for other, off, lane in held if count.get(other, 0) > (counted and lane)]
+    return (max(offs), min(offs)) if offs else (0, 0)
+
+
+def _rest_union(timings: list[Timing], cores: dict[int, tuple[int, int]], spec: Spec) -> int:
+    """A length the union of these cores [S + o + hi, S + o + lo + d) cannot be below. Each
+    core holds the part of the transfer's transmit window after o + hi and of its receive
+    window on a tile x after max(a_x - lead, o + hi): those parts are disjoint per lane, and a
+    pair's two transmit lanes carry at most two at any time, a paired send counting twice."""
+    ex = spec.exchange
+    o = ex.tx_overhead
+    lane: dict[tuple, int] = defaultdict(int)
+    pair: dict[tuple[int, int], int] = defaultdict(int)
+    single = 0
+    for i, (hi, lo) in cores.items():
         tm = timings[i]
-        offs = [off for key, off in held[i].items()
-                if count[(_OTHER[key[0]], *key[1:])] > (key[0] in ("tx", "rx"))] or [0]
-        hi, lo = max(offs), min(offs)
-        total += max(0, min(tm.duration.values()) - (hi - lo))
-        start = heads[i] + o + hi
-        after = max(tm.arrival.values()) - o - lo
-        head = start if head is None else min(head, start)
-        tail = after if tail is None else min(tail, after)
-    return (head or 0) + total + (tail or 0)
+        t = tm.transfer
+        d = min(tm.duration.values())
+        single = max(single, d + lo - hi)
+        lane[("tx", t.src)] += max(0, d - hi)
+        for x, a in tm.arrival.items():
+            lane[("rx", x)] += max(0, min(a, o + lo) + d - max(a - ex.rx_lead, o + hi))
+        if tm.partner is not None:
+            key = (min(t.src, tm.partner), max(t.src, tm.partner))
+            pair[key] += min((2 if w == "paired" else 1) * max(0, dw - hi)
+                             for w, dw in tm.duration.items())
+    return max([single, *lane.values(), *(_ceil_div(v, 2) for v in pair.values())])
 
 
 _OTHER = {"tx": "tx", "rx": "rx", "rd": "wr", "wr": "rd"}  # which resource conflicts with which
