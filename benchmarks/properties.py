@@ -4,10 +4,10 @@
 
 For each phase (2 to 14 transfers among 4 to 12 tiles, random fanout, sizes, addresses,
 dependencies and `paired: never`), on a spec taken in turn from every shipped one:
-- the greedy and one exact solver (cpsat, milp, lns in turn) schedule it; every schedule
+- the greedy and one exact solver (cpsat, milp, lns, colour in turn) schedule it; every schedule
   passes the validator, the simulator replays it to the same horizon, and it lies at or
   above the best lower bound;
-- CP-SAT (and LNS) is never worse than its greedy hint;
+- CP-SAT (and LNS, colour) is never worse than its greedy hint;
 - every fifth phase also runs with a zero time limit, which must return the greedy
   schedule (status fallback, or optimal when the greedy meets the bound).
 Prints one line per failure and a summary (phases, solves, failures, time); exit 1 on any
@@ -27,7 +27,7 @@ from ipuopt.exchange.solve import solve
 from ipuopt.exchange.validate import validate
 from ipuopt.spec import load_spec, spec_names
 
-EXACT = ("cpsat", "milp", "lns")
+EXACT = ("cpsat", "milp", "lns", "colour")
 
 
 def check_phase(index: int, seed: int, time_limit: float) -> tuple[int, list[str]]:
@@ -53,7 +53,7 @@ def check_phase(index: int, seed: int, time_limit: float) -> tuple[int, list[str
                             f"validator ({report.horizon})")
         if s.lower_bound is not None and s.horizon < s.lower_bound:
             failures.append(f"{where}: {solver} horizon {s.horizon} below its bound {s.lower_bound}")
-        if solver in ("cpsat", "lns") and s.horizon > s.extra["greedy_horizon"]:
+        if solver in ("cpsat", "lns", "colour") and s.horizon > s.extra["greedy_horizon"]:
             failures.append(f"{where}: {solver} {s.horizon} worse than its greedy hint "
                             f"{s.extra['greedy_horizon']}")
         if limit == 0 and (s.horizon != s.extra["greedy_horizon"]

@@ -244,7 +244,8 @@ def solve_cmd(
     spec: SpecOpt = None,
     profile: Annotated[str | None, typer.Option(help="Solver profile name or file.")] = None,
     solver: Annotated[str | None, typer.Option(
-        help="greedy | cpsat | milp | lns | iterated | auto (default greedy; auto with --time-limit)",
+        help="greedy | cpsat | milp | lns | iterated | colour | auto "
+             "(default greedy; auto with --time-limit)",
     )] = None,
     time_limit: Annotated[float | None, typer.Option(help="Seconds for the exact solver.")] = None,
     workers: Annotated[int | None, typer.Option(help="Solver threads.")] = None,

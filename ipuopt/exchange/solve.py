@@ -26,6 +26,7 @@ EXACT = {"cpsat": ("ipuopt.exchange.cpsat", "solve_cpsat"),
          "milp": ("ipuopt.exchange.milp", "solve_milp"),
          "lns": ("ipuopt.exchange.lns", "solve_lns"),
          "iterated": ("ipuopt.exchange.iterated", "solve_iterated"),
+         "colour": ("ipuopt.exchange.colour", "solve_colour"),
          "auto": ("ipuopt.exchange.auto", "solve_auto")}
 BACKENDS = ("greedy", *EXACT)
 

@@ -1,0 +1,160 @@
+"""`--solver colour`: the phase in rounds, as a round-robin all-to-all is run by hand.
+
+A round is a set of transfers that can all run at once: no two share a transmit or a
+receive lane, none reads a memory element another writes on the same tile, and a
+transfer comes in a later round than those it waits for. When every tile sends and
+receives about as much as every other, the best schedules look like this: each lane busy
+back to back, round after round. CP-SAT colours the transfers with as few rounds as the
+busiest lane needs (or one or two more), and the list greedy then places them round by
+round, which keeps every lane's rounds in step and packs what the route latencies and
+widths leave uneven. Phases that fall apart into independent groups of tiles (no
+transfer, dependency between them) are coloured group by group, and a group shaped like
+one already coloured reuses its colours.
+
+Where rounds do not fit (payloads of very different lengths) or no colouring is found in
+time (tiles whose sends and receives share their memory, multicasts that overlap
+unevenly), or the rounds come out longer than the greedy schedule, that is returned
+(`fallback`).
+"""
+
+from __future__ import annotations
+
+import time
+from collections import defaultdict
+
+from ortools.sat.python import cp_model
+
+from ipuopt.backends.cpsat import new_solver
+from ipuopt.exchange.bounds import _held
+from ipuopt.exchange.greedy import greedy_schedule, horizon_of, topological_by
+from ipuopt.exchange.phase import Phase
+from ipuopt.exchange.timing import Timing
+from ipuopt.params import Progress, SolveParams
+from ipuopt.result import Result, Status
+from ipuopt.spec import Spec
+
+EXTRA_ROUNDS = (0, 1, 2)  # rounds beyond the busiest lane's count, tried in turn
+
+
+def solve_colour(spec: Spec, timings: list[Timing], hint: tuple[dict[str, int], dict[str, str]],
+                 lower: int, params: SolveParams, progress: Progress | None = None) -> Result:
+    limit = 60.0 if params.time_limit is None else params.time_limit
+    colours = round_colours(timings, params, limit)
+    if colours is None:
+        return Result(Status.FALLBACK, hint, horizon_of(timings, *hint), lower, solver="colour",
+                      extras={"colouring": "none found"})
+    phase = Phase(spec_ref=spec.name, transfers=[tm.transfer for tm in timings])
+    n = len(timings)
+    order = topological_by(timings, [colours[i] * n + i for i in range(n)])
+    best = None
+    for aware in (False, True):
+        found = greedy_schedule(phase, spec, timings=timings, order=order, borrow_aware=aware)
+        h = horizon_of(timings, *found)
+        if best is None or h < best[0]:
+            best = (h, found)
+    h, solution = best  # type: ignore[misc]
+    extras = {"colours": max(colours, default=-1) + 1, "colour_horizon": h}
+    if h >= horizon_of(timings, *hint):  # never worse than the greedy it was handed
+        return Result(Status.FALLBACK, hint, horizon_of(timings, *hint), lower, solver="colour",
+                      extras=extras)
+    if progress is not None:
+        progress({"incumbent": h, "bound": lower})
+    return Result(Status.OPTIMAL if h <= lower else Status.FEASIBLE, solution, h, lower,
+                  solver="colour", extras=extras)
+
+
+def round_colours(timings: list[Timing], params: SolveParams, limit: float) -> list[int] | None:
+    """A round per transfer (see the module), or None when some group of tiles has no
+    colouring found within its share of `limit`."""
+    t0 = time.perf_counter()
+    lengths = sorted(min(tm.duration.values()) for tm in timings)
+    if not lengths or lengths[len(lengths) * 19 // 20] > 2 * lengths[len(lengths) // 20]:
+        return None  # rounds fit transfers of about one length (95% within a factor 2)
+    groups = tile_groups(timings)
+    shapes = [_shape(timings, group) for group in groups]
+    colours = [0] * len(timings)
+    done: dict[tuple, list[int]] = {}
+    for group, shape in zip(groups, shapes, strict=True):
+        if shape not in done:
+            left = limit - (time.perf_counter() - t0)
+            found = _colour_group(timings, group, params, left / (len(set(shapes)) - len(done)))
+            if found is None or params.stop.is_set():
+                return None
+            done[shape] = found
+        for i, c in zip(group, done[shape], strict=True):
+            colours[i] = c
+    return colours
+
+
+def tile_groups(timings: list[Timing]) -> list[list[int]]:
+    """Transfer indices grouped by the tiles they link (a transfer links its source and
+    destinations; a dependency links the two transfers' sources): no lane, element or
+    dependency is shared between groups, unless a paired send borrows a partner's lane."""
+    parent: dict[int, int] = {}
+
+    def find(a: int) -> int:
+        while parent.setdefault(a, a) != a:
+            parent[a] = parent[parent[a]]
+            a = parent[a]
+        return a
+
+    src = {tm.transfer.id: tm.transfer.src for tm in timings}
+    for tm in timings:
+        t = tm.transfer
+        for other in (*t.dst, *(src[a] for a in t.after)):
+            parent[find(other)] = find(t.src)
+    groups: dict[int, list[int]] = defaultdict(list)
+    for i, tm in enumerate(timings):
+        groups[find(tm.transfer.src)].append(i)
+    return list(groups.values())
+
+
+def _shape(timings: list[Timing], group: list[int]) -> tuple:
+    """What the colouring of a group depends on, with tiles renamed by rank: groups with
+    the same shape take the same colours."""
+    tiles = sorted({x for i in group for x in (timings[i].transfer.src, *timings[i].transfer.dst)})
+    rank = {x: r for r, x in enumerate(tiles)}
+    local = {timings[i].transfer.id: k for k, i in enumerate(group)}
+    return tuple((rank[t.src], tuple(rank[x] for x in t.dst), tm.read_elements,
+                  tm.write_elements, tuple(local[a] for a in t.after))
+                 for tm, t in ((timings[i], timings[i].transfer) for i in group))
+
+
+def _colour_group(timings: list[Timing], group: list[int], params: SolveParams,
+                  limit: float) -> list[int] | None:
+    """Colours of one group with the fewest rounds among EXTRA_ROUNDS that CP-SAT finds."""
+    users: dict[tuple, list[int]] = defaultdict(list)
+    for k, i in enumerate(group):
+        for key in _held(timings[i], 0):
+            users[key].append(k)
+    busiest = max(len(ks) for key, ks in users.items() if key[0] in ("tx", "rx"))
+    local = {timings[i].transfer.id: k for k, i in enumerate(group)}
+    t0 = time.perf_counter()
+    for extra in EXTRA_ROUNDS:
+        left = limit - (time.perf_counter() - t0)
+        if left <= 0:
+            return None
+        rounds = busiest + extra
+        m = cp_model.CpModel()
+        x = [[m.new_bool_var(f"x{k}_{c}") for c in range(rounds)] for k in range(len(group))]
+        colour = []
+        for k in range(len(group)):
+            m.add_exactly_one(x[k])
+            colour.append(sum(c * x[k][c] for c in range(rounds)))
+        for key, ks in users.items():
+            if key[0] in ("tx", "rx"):
+                clash = ks
+            elif key[0] == "rd" and ("wr", *key[1:]) in users:
+                clash = ks + users["wr", *key[1:]]
+            else:
+                continue
+            if len(clash) > 1:
+                for c in range(rounds):
+                    m.add_at_most_one(x[k][c] for k in clash)
+        for k, i in enumerate(group):
+            for a in timings[i].transfer.after:
+                m.add(colour[local[a]] < colour[k])
+        solver = new_solver(params.with_(options={}), left)
+        if solver.solve(m) in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+            return [next(c for c in range(rounds) if solver.value(x[k][c])) for k in range(len(group))]
+    return None
