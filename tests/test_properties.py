@@ -10,7 +10,7 @@ from conftest import HAND_SPEC
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ipuopt.exchange.bounds import all_bounds, best_bound
+from ipuopt.exchange.bounds import all_bounds, best_bound, clique_bound
 from ipuopt.exchange.cpsat import solve_cpsat
 from ipuopt.exchange.greedy import RULES, best_greedy, greedy_schedule
 from ipuopt.exchange.phase import Phase, Transfer
@@ -137,7 +137,7 @@ def test_clique_rest_counts_a_pairs_sends() -> None:
     the two sends need not conflict (both ordinary may overlap), but paired they borrow each
     other's lane and ordinary they take twice as long, so 300 cycles of them avoid the
     multicasts either way. The clique bound sees that, no single resource does, and it is
-    still below the proven optimum."""
+    still below the proven optimum, also grown around the pair's sends alone."""
     spec = load_spec("gc200")
     group = [Transfer(f"g{i}", src, (8, 9, 10, 11), 100) for i, src in enumerate((2, 4, 12))]
     sends = [Transfer("s0", 0, (8,), 300), Transfer("s1", 1, (9,), 300)]
@@ -146,3 +146,5 @@ def test_clique_rest_counts_a_pairs_sends() -> None:
     others = max(v for k, v in by_name.items() if k != "clique")
     assert by_name["clique"] >= others + 100  # most of the second send's 150 cycles
     assert by_name["clique"] <= proven_optimum(phase, spec)
+    around = clique_bound(phase_timings(phase, spec), spec, seeds=0)  # the pair's seeds alone
+    assert around.value == by_name["clique"] and "tiles 0 and 1" in around.where

@@ -186,7 +186,9 @@ def clique_bound(timings: list[Timing], spec: Spec, seeds: int = 200) -> Bound:
     other, yet their cores avoid the clique's: add what of them must run at once at least
     (`_rest_union`), e.g. two sends of one tile pair that are paired (one after the other)
     or ordinary (twice as long). Cliques are grown greedily from the transfers with the
-    heaviest neighbourhoods, and weighed with their rest at every step; any is a proof."""
+    heaviest neighbourhoods, and weighed with their rest at every step; and around the
+    heaviest sends of each of the busiest tile pairs, kept as the rest, among the transfers
+    that conflict with both. Any clique is a proof."""
     if not timings:
         return Bound("clique", 0, "")
     o = spec.exchange.tx_overhead
@@ -198,18 +200,30 @@ def clique_bound(timings: list[Timing], spec: Spec, seeds: int = 200) -> Bound:
     lat = [max(tm.arrival.values()) - o for tm in timings]
     w = [max(0, min(tm.duration.values()) - lat[i]) for i, tm in enumerate(timings)]
     order = sorted(range(len(timings)), key=lambda i: (-sum(w[j] for j in nb[i]) - w[i], i))
+    starts = [([seed], set(nb[seed]), (), f"from {timings[seed].transfer.id}")
+              for seed in order[:seeds]]
+    heaviest: dict[int, int] = {}  # per tile, its heaviest send
+    for i, tm in enumerate(timings):
+        src = tm.transfer.src
+        if src not in heaviest or w[i] > w[heaviest[src]]:
+            heaviest[src] = i
+    pairs = sorted(((min(w[heaviest[a]], w[heaviest[b]]), a, b) for a in heaviest
+                    if (b := spec.partner(a)) is not None and a < b and b in heaviest), reverse=True)
+    for _, a, b in pairs[:_PAIR_SEEDS]:  # a pair's two heaviest sends as the rest from the start
+        ra, rb = heaviest[a], heaviest[b]
+        starts.insert(0, ([], nb[ra] & nb[rb], (ra, rb), f"around the heaviest sends of tiles {a} and {b}"))
     best = Bound("clique", 0, "")
     budget = _REST_WORK
-    for seed in order[:seeds]:
-        clique, cand = [seed], set(nb[seed])
+    for clique, cand, fixed, label in starts:
         while True:
-            if not cand or (len(cand) <= _REST_MAX and budget > 0):
+            if clique and (not cand or (len(cand) <= _REST_MAX and budget > 0 and not fixed)):
                 budget -= sum(len(shares[i]) for i in clique) + sum(len(shares[i]) for i in cand)
-                v = _clique_value(timings, held, shares, clique, sorted(cand), heads, spec)
+                rest = sorted(cand.union(fixed))
+                v = _clique_value(timings, held, shares, clique, rest, heads, spec)
                 if v > best.value:
-                    rest = f" and {len(cand)} more" if cand else ""
+                    more = f" and {len(rest)} more" if rest else ""
                     best = Bound("clique", v, f"{len(clique)} pairwise conflicting transfers"
-                                              f"{rest} from {timings[seed].transfer.id}")
+                                              f"{more} {label}")
             if not cand:
                 break
             if len(cand) > 64:  # weighing every candidate's neighbourhood costs |cand|^2
@@ -225,6 +239,7 @@ def clique_bound(timings: list[Timing], spec: Spec, seeds: int = 200) -> Bound:
 # small, and until this many resources have been weighed (then final cliques only).
 _REST_MAX = 64
 _REST_WORK = 5_000_000
+_PAIR_SEEDS = 20  # cliques grown around the heaviest sends of this many tile pairs
 
 
 def _clique_value(timings: list[Timing], held: list[dict[tuple, int]],
