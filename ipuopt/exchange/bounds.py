@@ -156,7 +156,7 @@ def conflicts(timings: list[Timing], held: list[dict[tuple, int]] | None = None)
     ids = {tm.transfer.id: i for i, tm in enumerate(timings)}
     users: dict[tuple, list[int]] = defaultdict(list)
     for i, tm in enumerate(timings):
-        for key in (held[i] if held is not None else _held(tm, 0)):
+        for key in (held[i] if held is not None else held_resources(tm, 0)):
             users[key].append(i)
     out: list[set[int]] = [set() for _ in timings]
     for key, group in users.items():
@@ -192,7 +192,7 @@ def clique_bound(timings: list[Timing], spec: Spec, seeds: int = 200) -> Bound:
     if not timings:
         return Bound("clique", 0, "")
     o = spec.exchange.tx_overhead
-    held = [_held(tm, o) for tm in timings]
+    held = [held_resources(tm, o) for tm in timings]
     nb = conflicts(timings, held)
     shares = [[((_OTHER[k[0]], *k[1:]), off, k[0] in ("tx", "rx")) for k, off in h.items()]
               for h in held]  # per resource: the one it conflicts with, offset, a lane?
@@ -200,8 +200,6 @@ def clique_bound(timings: list[Timing], spec: Spec, seeds: int = 200) -> Bound:
     lat = [max(tm.arrival.values()) - o for tm in timings]
     w = [max(0, min(tm.duration.values()) - lat[i]) for i, tm in enumerate(timings)]
     order = sorted(range(len(timings)), key=lambda i: (-sum(w[j] for j in nb[i]) - w[i], i))
-    starts = [([seed], set(nb[seed]), (), f"from {timings[seed].transfer.id}")
-              for seed in order[:seeds]]
     heaviest: dict[int, int] = {}  # per tile, its heaviest send
     for i, tm in enumerate(timings):
         src = tm.transfer.src
@@ -209,9 +207,11 @@ def clique_bound(timings: list[Timing], spec: Spec, seeds: int = 200) -> Bound:
             heaviest[src] = i
     pairs = sorted(((min(w[heaviest[a]], w[heaviest[b]]), a, b) for a in heaviest
                     if (b := spec.partner(a)) is not None and a < b and b in heaviest), reverse=True)
-    for _, a, b in pairs[:_PAIR_SEEDS]:  # a pair's two heaviest sends as the rest from the start
-        ra, rb = heaviest[a], heaviest[b]
-        starts.insert(0, ([], nb[ra] & nb[rb], (ra, rb), f"around the heaviest sends of tiles {a} and {b}"))
+    # (clique, its candidates, the rest kept whatever joins, what it was grown from)
+    starts = [([], nb[heaviest[a]] & nb[heaviest[b]], (heaviest[a], heaviest[b]),
+               f"around the heaviest sends of tiles {a} and {b}") for _, a, b in pairs[:_PAIR_SEEDS]]
+    starts += [([seed], set(nb[seed]), (), f"from {timings[seed].transfer.id}")
+               for seed in order[:seeds]]
     best = Bound("clique", 0, "")
     budget = _REST_WORK
     for clique, cand, fixed, label in starts:
@@ -302,7 +302,7 @@ def _rest_union(timings: list[Timing], cores: dict[int, tuple[int, int]], spec: 
 _OTHER = {"tx": "tx", "rx": "rx", "rd": "wr", "wr": "rd"}  # which resource conflicts with which
 
 
-def _held(tm: Timing, o: int) -> dict[tuple, int]:
+def held_resources(tm: Timing, o: int) -> dict[tuple, int]:
     """Resource -> offset of the transfer's payload window after S + tx_overhead, for every
     resource it holds whatever its width."""
     t = tm.transfer

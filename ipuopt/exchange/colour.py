@@ -25,7 +25,7 @@ from collections import defaultdict
 from ortools.sat.python import cp_model
 
 from ipuopt.backends.cpsat import new_solver
-from ipuopt.exchange.bounds import _held
+from ipuopt.exchange.bounds import held_resources
 from ipuopt.exchange.greedy import greedy_schedule, horizon_of, topological_by
 from ipuopt.exchange.phase import Phase
 from ipuopt.exchange.timing import Timing
@@ -125,7 +125,7 @@ def _colour_group(timings: list[Timing], group: list[int], params: SolveParams,
     """Colours of one group with the fewest rounds among EXTRA_ROUNDS that CP-SAT finds."""
     users: dict[tuple, list[int]] = defaultdict(list)
     for k, i in enumerate(group):
-        for key in _held(timings[i], 0):
+        for key in held_resources(timings[i], 0):
             users[key].append(k)
     busiest = max(len(ks) for key, ks in users.items() if key[0] in ("tx", "rx"))
     local = {timings[i].transfer.id: k for k, i in enumerate(group)}
