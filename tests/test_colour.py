@@ -85,3 +85,14 @@ def test_payloads_of_different_lengths_fall_back_to_greedy() -> None:
     greedy = best_greedy(phase, spec)
     assert r.schedule.status == "fallback"
     assert r.schedule.horizon == horizon_of(timings, greedy[0], greedy[1])
+
+
+def test_a_group_too_large_to_colour_gives_up(monkeypatch) -> None:
+    from ipuopt.exchange import colour
+
+    spec = make_spec()
+    timings = phase_timings(make_phase(spec, *all_to_all([[0, 1, 2, 3]])), spec)
+    params = SolveParams.of({"workers": 1, "seed": 0})
+    assert round_colours(timings, params, 30) is not None
+    monkeypatch.setattr(colour, "MAX_CELLS", 12 * 3 - 1)  # 12 transfers x 3 rounds
+    assert round_colours(timings, params, 30) is None

@@ -11,7 +11,8 @@ widths leave uneven. Phases that fall apart into independent groups of tiles (no
 transfer, dependency between them) are coloured group by group, and a group shaped like
 one already coloured reuses its colours.
 
-Where rounds do not fit (payloads of very different lengths) or no colouring is found in
+Where rounds do not fit (payloads of very different lengths), a group is too large to
+colour (transfers x rounds above MAX_CELLS), or no colouring is found in
 time (tiles whose sends and receives share their memory, multicasts that overlap
 unevenly), or the rounds come out longer than the greedy schedule, that is returned
 (`fallback`).
@@ -34,6 +35,7 @@ from ipuopt.result import Result, Status
 from ipuopt.spec import Spec
 
 EXTRA_ROUNDS = (0, 1, 2)  # rounds beyond the busiest lane's count, tried in turn
+MAX_CELLS = 500_000  # transfers x rounds of one group's model: beyond, building it alone is slow
 
 
 def solve_colour(spec: Spec, timings: list[Timing], hint: tuple[dict[str, int], dict[str, str]],
@@ -135,6 +137,8 @@ def _colour_group(timings: list[Timing], group: list[int], params: SolveParams,
         if left <= 0:
             return None
         rounds = busiest + extra
+        if len(group) * rounds > MAX_CELLS:
+            return None
         m = cp_model.CpModel()
         x = [[m.new_bool_var(f"x{k}_{c}") for c in range(rounds)] for k in range(len(group))]
         colour = []
