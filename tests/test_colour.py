@@ -14,17 +14,18 @@ from ipuopt.exchange.timing import phase_timings
 from ipuopt.params import SolveParams
 
 
-def all_to_all(groups: list[list[int]], words: int = 40) -> list[dict]:
-    """Every tile of a group sends to every other; a send to a higher tile reads element 0,
-    a receive from a lower tile writes it: a tile cannot do both at once."""
+def all_to_all(groups: list[list[int]], words: int = 40, base: int = 0,
+               element: int = 0x1000) -> list[dict]:
+    """Every tile of a group sends to every other; a send to a higher tile reads the first
+    element, a receive from a lower tile writes it: a tile cannot do both at once."""
     out = []
     for group in groups:
         for s in group:
             for d in group:
                 if d != s:
                     out.append({"id": f"t{s}_{d}", "src": s, "dst": [d], "words": words,
-                                "src_addr": 0 if d > s else 0x2000,
-                                "dst_addr": 0x800 if s < d else 0x3000})
+                                "src_addr": base + (0 if d > s else 2 * element),
+                                "dst_addr": base + (element // 2 if s < d else 3 * element)})
     return out
 
 
@@ -96,3 +97,19 @@ def test_a_group_too_large_to_colour_gives_up(monkeypatch) -> None:
     assert round_colours(timings, params, 30) is not None
     monkeypatch.setattr(colour, "MAX_CELLS", 12 * 3 - 1)  # 12 transfers x 3 rounds
     assert round_colours(timings, params, 30) is None
+
+
+def test_auto_colours_large_phases_and_credits_colour_only_when_it_helped() -> None:
+    from ipuopt.exchange.random_phase import random_phase
+    from ipuopt.spec import load_spec
+
+    spec = load_spec("gc200")
+    groups = [[g + 20 * k for k in range(7)] for g in range(8)]  # 336 transfers: past CP-SAT's size
+    phase = make_phase(spec, *all_to_all(groups, 200, spec.regions[1].start, 0x8000))
+    params = {"time_limit": 4, "workers": 1, "seed": 0}
+    s = solve(phase, spec, "auto", params).schedule
+    assert s.extra["methods"][0] == "colour"
+    assert s.horizon <= s.extra["colour_horizon"] < s.extra["greedy_horizon"]
+    uneven = random_phase(spec, 400, seed=1, max_words=400)  # payloads 1..400 words: no rounds
+    s = solve(uneven, spec, "auto", params).schedule
+    assert "colour_horizon" not in s.extra and s.extra["produced_by"] != "auto/colour"

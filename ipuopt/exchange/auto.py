@@ -53,7 +53,8 @@ def solve_auto(spec: Spec, timings: list[Timing], hint: tuple[dict[str, int], di
                       extras={**found.extras, "methods": ["time", "cpsat"]})
     rounds = solve_colour(spec, timings, hint, lower, params.with_(time_limit=COLOUR_SHARE * rest),
                           progress)
-    if rounds.value < horizon_of(timings, *hint):
+    coloured = rounds.status != Status.FALLBACK and rounds.value < horizon_of(timings, *hint)
+    if coloured:
         hint = rounds.solution
         if rounds.status == Status.OPTIMAL:
             return Result(rounds.status, hint, rounds.value, rounds.bound, solver="auto/colour",
@@ -67,8 +68,7 @@ def solve_auto(spec: Spec, timings: list[Timing], hint: tuple[dict[str, int], di
     best = second if second.solution is not None and second.value < first.value else first
     bound = max(lower, first.bound or 0, second.bound or 0)
     status = Status.OPTIMAL if best.value <= bound else Status.FEASIBLE
-    by = "lns" if best is second else "colour" if hint is rounds.solution and best.value >= rounds.value \
-        else "iterated"
+    by = "lns" if best is second else "colour" if coloured and best.value >= rounds.value else "iterated"
     return Result(status, best.solution, best.value, bound, solver=f"auto/{by}",
                   extras={"rounds": first.extras.get("rounds"), "methods": ["colour", "iterated", "lns"],
                           "colour_horizon": rounds.value, "iterated_horizon": first.value,
