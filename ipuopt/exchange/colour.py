@@ -5,7 +5,7 @@ receive lane, none reads a memory element another writes on the same tile, and a
 transfer comes in a later round than those it waits for. When every tile sends and
 receives about as much as every other, the best schedules look like this: each lane busy
 back to back, round after round. CP-SAT colours the transfers with as few rounds as the
-busiest lane needs (or one or two more), and the list greedy then places them round by
+busiest lane or memory element needs (or one or two more), and the list greedy then places them round by
 round, which keeps every lane's rounds in step and packs what the route latencies and
 widths leave uneven. Phases that fall apart into independent groups of tiles (no
 transfer, dependency between them) are coloured group by group, and a group shaped like
@@ -34,7 +34,7 @@ from ipuopt.params import Progress, SolveParams
 from ipuopt.result import Result, Status
 from ipuopt.spec import Spec
 
-EXTRA_ROUNDS = (0, 1, 2)  # rounds beyond the busiest lane's count, tried in turn
+EXTRA_ROUNDS = (0, 1, 2)  # rounds beyond the fewest possible, tried in turn
 MAX_CELLS = 500_000  # transfers x rounds of one group's model: beyond, building it alone is slow
 
 
@@ -129,7 +129,13 @@ def _colour_group(timings: list[Timing], group: list[int], params: SolveParams,
     for k, i in enumerate(group):
         for key in held_resources(timings[i], 0):
             users[key].append(k)
-    busiest = max(len(ks) for key, ks in users.items() if key[0] in ("tx", "rx"))
+    clashes = []  # no two of one share a round: a lane's users, an element's readers and writers
+    for key, ks in users.items():
+        if key[0] in ("tx", "rx"):
+            clashes.append(ks)
+        elif key[0] == "rd" and ("wr", *key[1:]) in users:
+            clashes.append(ks + users["wr", *key[1:]])
+    busiest = max(len(ks) for ks in clashes)
     local = {timings[i].transfer.id: k for k, i in enumerate(group)}
     t0 = time.perf_counter()
     for extra in EXTRA_ROUNDS:
@@ -145,13 +151,7 @@ def _colour_group(timings: list[Timing], group: list[int], params: SolveParams,
         for k in range(len(group)):
             m.add_exactly_one(x[k])
             colour.append(sum(c * x[k][c] for c in range(rounds)))
-        for key, ks in users.items():
-            if key[0] in ("tx", "rx"):
-                clash = ks
-            elif key[0] == "rd" and ("wr", *key[1:]) in users:
-                clash = ks + users["wr", *key[1:]]
-            else:
-                continue
+        for clash in clashes:
             if len(clash) > 1:
                 for c in range(rounds):
                     m.add_at_most_one(x[k][c] for k in clash)
