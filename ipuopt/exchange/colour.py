@@ -41,24 +41,20 @@ MAX_CELLS = 500_000  # transfers x rounds of one group's model: beyond, building
 def solve_colour(spec: Spec, timings: list[Timing], hint: tuple[dict[str, int], dict[str, str]],
                  lower: int, params: SolveParams, progress: Progress | None = None) -> Result:
     limit = 60.0 if params.time_limit is None else params.time_limit
+    hinted = horizon_of(timings, *hint)
     colours = round_colours(timings, params, limit)
     if colours is None:
-        return Result(Status.FALLBACK, hint, horizon_of(timings, *hint), lower, solver="colour",
-                      extras={"colouring": "none found"})
+        return Result(Status.FALLBACK, hint, hinted, lower, solver="colour",
+                      extras={"colouring": "none (payload lengths differ, or none found in time)"})
     phase = Phase(spec_ref=spec.name, transfers=[tm.transfer for tm in timings])
     n = len(timings)
     order = topological_by(timings, [colours[i] * n + i for i in range(n)])
-    best = None
-    for aware in (False, True):
-        found = greedy_schedule(phase, spec, timings=timings, order=order, borrow_aware=aware)
-        h = horizon_of(timings, *found)
-        if best is None or h < best[0]:
-            best = (h, found)
-    h, solution = best  # type: ignore[misc]
+    h, solution = min(((horizon_of(timings, *found), found) for found in
+                       (greedy_schedule(phase, spec, timings=timings, order=order, borrow_aware=aware)
+                        for aware in (False, True))), key=lambda hf: hf[0])
     extras = {"colours": max(colours, default=-1) + 1, "colour_horizon": h}
-    if h >= horizon_of(timings, *hint):  # never worse than the greedy it was handed
-        return Result(Status.FALLBACK, hint, horizon_of(timings, *hint), lower, solver="colour",
-                      extras=extras)
+    if h >= hinted:  # never worse than the greedy it was handed
+        return Result(Status.FALLBACK, hint, hinted, lower, solver="colour", extras=extras)
     if progress is not None:
         progress({"incumbent": h, "bound": lower})
     return Result(Status.OPTIMAL if h <= lower else Status.FEASIBLE, solution, h, lower,
