@@ -9,7 +9,7 @@ fit), then get the iterated greedy from the best schedule so far for half of the
 time (many full greedy schedules, each valid), then LNS from its best (CP-SAT re-placing a
 few hundred transfers at a time).
 The best schedule and the best bound of every method are kept, so auto never returns worse
-than the greedy.
+than the greedy; the solver named is the method that made the schedule returned.
 """
 
 from __future__ import annotations
@@ -40,12 +40,13 @@ def solve_auto(spec: Spec, timings: list[Timing], hint: tuple[dict[str, int], di
     t0 = time.perf_counter()
     small = len(timings) <= CPSAT_UP_TO
     phase = Phase(spec_ref=spec.name, transfers=[tm.transfer for tm in timings])
+    by = "greedy"  # who made the best schedule so far: the greedy handed in, until beaten
     for credit in PAIRED_CREDITS if small or limit >= TIMED_FROM else ():
         if not small and time.perf_counter() - t0 > 0.4 * limit:
             break
         timed = greedy_schedule(phase, spec, "time", timings, paired_credit=credit)
         if horizon_of(timings, *timed) < horizon_of(timings, *hint):
-            hint = timed
+            hint, by = timed, "time"
     rest = max(0.0, limit - (time.perf_counter() - t0))
     if small:
         found = solve_cpsat(spec, timings, hint, lower, params.with_(time_limit=rest), progress)
@@ -53,23 +54,23 @@ def solve_auto(spec: Spec, timings: list[Timing], hint: tuple[dict[str, int], di
                       extras={**found.extras, "methods": ["time", "cpsat"]})
     rounds = solve_colour(spec, timings, hint, lower, params.with_(time_limit=COLOUR_SHARE * rest),
                           progress)
-    coloured = rounds.status != Status.FALLBACK and rounds.value < horizon_of(timings, *hint)
-    if coloured:
-        hint = rounds.solution
+    if rounds.status != Status.FALLBACK and rounds.value < horizon_of(timings, *hint):
+        hint, by = rounds.solution, "colour"
         if rounds.status == Status.OPTIMAL:
             return Result(rounds.status, hint, rounds.value, rounds.bound, solver="auto/colour",
                           extras={**rounds.extras, "methods": ["colour"]})
     rest = max(0.0, limit - (time.perf_counter() - t0))
     first = solve_iterated(spec, timings, hint, lower, params.with_(time_limit=rest / 2), progress)
+    if first.value < horizon_of(timings, *hint):
+        by = "iterated"
+    coloured = {k: v for k, v in rounds.extras.items() if k == "colour_horizon"}  # when it coloured
     if first.status == Status.OPTIMAL or params.stop.is_set():
-        return Result(first.status, first.solution, first.value, first.bound, solver="auto/iterated",
-                      extras={**first.extras, "methods": ["colour", "iterated"]})
+        return Result(first.status, first.solution, first.value, first.bound, solver=f"auto/{by}",
+                      extras={**first.extras, **coloured, "methods": ["colour", "iterated"]})
     second = solve_lns(spec, timings, first.solution, lower, params.with_(time_limit=rest / 2), progress)
     best = second if second.solution is not None and second.value < first.value else first
     bound = max(lower, first.bound or 0, second.bound or 0)
     status = Status.OPTIMAL if best.value <= bound else Status.FEASIBLE
-    by = "lns" if best is second else "colour" if coloured and best.value >= rounds.value else "iterated"
-    return Result(status, best.solution, best.value, bound, solver=f"auto/{by}",
+    return Result(status, best.solution, best.value, bound, solver=f"auto/{'lns' if best is second else by}",
                   extras={"rounds": first.extras.get("rounds"), "methods": ["colour", "iterated", "lns"],
-                          "colour_horizon": rounds.value, "iterated_horizon": first.value,
-                          "lns_horizon": second.value})
+                          **coloured, "iterated_horizon": first.value, "lns_horizon": second.value})
