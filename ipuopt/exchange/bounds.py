@@ -149,31 +149,42 @@ def _dependency_heads(timings: list[Timing]) -> tuple[list[int], list[int]]:
     return order, heads
 
 
-def conflicts(timings: list[Timing], held: list[dict[tuple, int]] | None = None) -> list[set[int]]:
+class Conflicts:
     """Per transfer, the transfers that can never overlap it whatever the widths: a common
     transmit lane (same source), receive lane (a common destination), a memory element one
-    reads on a tile where the other writes it, or a dependency."""
-    ids = {tm.transfer.id: i for i, tm in enumerate(timings)}
-    users: dict[tuple, list[int]] = defaultdict(list)
-    for i, tm in enumerate(timings):
-        for key in (held[i] if held is not None else held_resources(tm, 0)):
-            users[key].append(i)
-    out: list[set[int]] = [set() for _ in timings]
-    for key, group in users.items():
-        clash = group if key[0] in ("tx", "rx") else users.get((_OTHER[key[0]], *key[1:]), ())
-        for i in group:
-            out[i].update(clash)
-    for i, tm in enumerate(timings):
-        for a in tm.transfer.after:
-            out[i].add(ids[a])
-            out[ids[a]].add(i)
-    for i, s in enumerate(out):
-        s.discard(i)
-    return out
+    reads on a tile where the other writes it, or a dependency. Built per transfer when
+    first asked (all of them at once would cost memory quadratic in a lane's load)."""
+
+    def __init__(self, timings: list[Timing], held: list[dict[tuple, int]]) -> None:
+        self.held = held
+        self.users: dict[tuple, list[int]] = defaultdict(list)
+        for i, h in enumerate(held):
+            for key in h:
+                self.users[key].append(i)
+        ids = {tm.transfer.id: i for i, tm in enumerate(timings)}
+        self.deps: dict[int, list[int]] = defaultdict(list)
+        for i, tm in enumerate(timings):
+            for a in tm.transfer.after:
+                self.deps[i].append(ids[a])
+                self.deps[ids[a]].append(i)
+        self.known: dict[int, set[int]] = {}
+
+    def clash(self, key: tuple) -> list[int]:
+        """The transfers that conflict with a holder of this resource."""
+        return self.users[key] if key[0] in ("tx", "rx") else self.users.get((_OTHER[key[0]], *key[1:]), [])
+
+    def __getitem__(self, i: int) -> set[int]:
+        if i not in self.known:
+            out = set(self.deps.get(i, ()))
+            for key in self.held[i]:
+                out.update(self.clash(key))
+            out.discard(i)
+            self.known[i] = out
+        return self.known[i]
 
 
-def clique_bound(timings: list[Timing], spec: Spec, seeds: int = 200) -> Bound:
-    """Transfers that pairwise conflict (`conflicts`) run one at a time, even when no single
+def clique_bound(timings: list[Timing], spec: Spec, seeds: int = 300) -> Bound:
+    """Transfers that pairwise conflict (`Conflicts`) run one at a time, even when no single
     lane or element carries them all (a multicast into a group, the sends from that group
     that hazard with it, ...). On each resource two conflicting transfers share, their
     payload windows are disjoint; a transfer's windows on the resources it shares with the
@@ -186,20 +197,23 @@ def clique_bound(timings: list[Timing], spec: Spec, seeds: int = 200) -> Bound:
     other, yet their cores avoid the clique's: add what of them must run at once at least
     (`_rest_union`), e.g. two sends of one tile pair that are paired (one after the other)
     or ordinary (twice as long). Cliques are grown greedily from the transfers with the
-    heaviest neighbourhoods, and weighed with their rest at every step; and around the
+    heaviest neighbourhoods (each resource's users' weight summed over its resources), and
+    weighed with their rest at every step; and around the
     heaviest sends of each of the busiest tile pairs, kept as the rest, among the transfers
     that conflict with both. Any clique is a proof."""
     if not timings:
         return Bound("clique", 0, "")
     o = spec.exchange.tx_overhead
     held = [held_resources(tm, o) for tm in timings]
-    nb = conflicts(timings, held)
+    nb = Conflicts(timings, held)
     shares = [[((_OTHER[k[0]], *k[1:]), off, k[0] in ("tx", "rx")) for k, off in h.items()]
               for h in held]  # per resource: the one it conflicts with, offset, a lane?
     heads = _dependency_heads(timings)[1]
     lat = [max(tm.arrival.values()) - o for tm in timings]
     w = [max(0, min(tm.duration.values()) - lat[i]) for i, tm in enumerate(timings)]
-    order = sorted(range(len(timings)), key=lambda i: (-sum(w[j] for j in nb[i]) - w[i], i))
+    weight = {key: sum(w[j] for j in nb.clash(key)) for key in nb.users}
+    heft = [w[i] + sum(weight[key] for key in h) for i, h in enumerate(held)]  # ~ neighbourhood weight
+    order = sorted(range(len(timings)), key=lambda i: (-heft[i], i))
     heaviest: dict[int, int] = {}  # per tile, its heaviest send
     for i, tm in enumerate(timings):
         src = tm.transfer.src
