@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass
+from functools import lru_cache
 
 from ipuopt.exchange.phase import Phase
 from ipuopt.exchange.timing import Timing, phase_timings
@@ -150,10 +151,10 @@ def _dependency_heads(timings: list[Timing]) -> tuple[list[int], list[int]]:
 
 
 class Conflicts:
-    """Per transfer, the transfers that can never overlap it whatever the widths: a common
-    transmit lane (same source), receive lane (a common destination), a memory element one
-    reads on a tile where the other writes it, or a dependency. Built per transfer when
-    first asked (all of them at once would cost memory quadratic in a lane's load)."""
+    """Which transfers can never overlap whatever the widths: a common transmit lane (same
+    source), receive lane (a common destination), a memory element one reads on a tile
+    where the other writes it, or a dependency. Built per transfer when asked, the last
+    thousand kept (all at once would cost memory quadratic in a lane's load)."""
 
     def __init__(self, timings: list[Timing], held: list[dict[tuple, int]]) -> None:
         self.held = held
@@ -162,25 +163,24 @@ class Conflicts:
             for key in h:
                 self.users[key].append(i)
         ids = {tm.transfer.id: i for i, tm in enumerate(timings)}
-        self.deps: dict[int, list[int]] = defaultdict(list)
+        self.deps: dict[int, set[int]] = defaultdict(set)
         for i, tm in enumerate(timings):
             for a in tm.transfer.after:
-                self.deps[i].append(ids[a])
-                self.deps[ids[a]].append(i)
-        self.known: dict[int, set[int]] = {}
+                self.deps[i].add(ids[a])
+                self.deps[ids[a]].add(i)
+        self.of = lru_cache(maxsize=1024)(self._of)  # growing one clique asks again and again
 
-    def clash(self, key: tuple) -> list[int]:
-        """The transfers that conflict with a holder of this resource."""
-        return self.users[key] if key[0] in ("tx", "rx") else self.users.get((_OTHER[key[0]], *key[1:]), [])
+    @staticmethod
+    def against(key: tuple) -> tuple:
+        """The resource whose holders conflict with a holder of this one."""
+        return key if key[0] in ("tx", "rx") else (_OTHER[key[0]], *key[1:])
 
-    def __getitem__(self, i: int) -> set[int]:
-        if i not in self.known:
-            out = set(self.deps.get(i, ()))
-            for key in self.held[i]:
-                out.update(self.clash(key))
-            out.discard(i)
-            self.known[i] = out
-        return self.known[i]
+    def _of(self, i: int) -> frozenset[int]:
+        out = set(self.deps.get(i, ()))
+        for key in self.held[i]:
+            out.update(self.users.get(self.against(key), ()))
+        out.discard(i)
+        return frozenset(out)
 
 
 def clique_bound(timings: list[Timing], spec: Spec, seeds: int = 300) -> Bound:
@@ -211,8 +211,9 @@ def clique_bound(timings: list[Timing], spec: Spec, seeds: int = 300) -> Bound:
     heads = _dependency_heads(timings)[1]
     lat = [max(tm.arrival.values()) - o for tm in timings]
     w = [max(0, min(tm.duration.values()) - lat[i]) for i, tm in enumerate(timings)]
-    weight = {key: sum(w[j] for j in nb.clash(key)) for key in nb.users}
-    heft = [w[i] + sum(weight[key] for key in h) for i, h in enumerate(held)]  # ~ neighbourhood weight
+    weight = {key: sum(w[j] for j in users) for key, users in nb.users.items()}
+    heft = [w[i] + sum(weight.get(nb.against(key), 0) for key in h)  # ~ neighbourhood weight
+            for i, h in enumerate(held)]
     order = sorted(range(len(timings)), key=lambda i: (-heft[i], i))
     heaviest: dict[int, int] = {}  # per tile, its heaviest send
     for i, tm in enumerate(timings):
@@ -222,13 +223,13 @@ def clique_bound(timings: list[Timing], spec: Spec, seeds: int = 300) -> Bound:
     pairs = sorted(((min(w[heaviest[a]], w[heaviest[b]]), a, b) for a in heaviest
                     if (b := spec.partner(a)) is not None and a < b and b in heaviest), reverse=True)
     # (clique, its candidates, the rest kept whatever joins, what it was grown from)
-    starts = [([], nb[heaviest[a]] & nb[heaviest[b]], (heaviest[a], heaviest[b]),
+    starts = [([], nb.of(heaviest[a]) & nb.of(heaviest[b]), (heaviest[a], heaviest[b]),
                f"around the heaviest sends of tiles {a} and {b}") for _, a, b in pairs[:_PAIR_SEEDS]]
-    starts += [([seed], set(nb[seed]), (), f"from {timings[seed].transfer.id}")
-               for seed in order[:seeds]]
+    starts += [([seed], None, (), f"from {timings[seed].transfer.id}") for seed in order[:seeds]]
     best = Bound("clique", 0, "")
     budget = _REST_WORK
     for clique, cand, fixed, label in starts:
+        cand = set(nb.of(clique[0]) if cand is None else cand)
         while True:
             if clique and (not cand or (len(cand) <= _REST_MAX and budget > 0 and not fixed)):
                 budget -= sum(len(shares[i]) for i in clique) + sum(len(shares[i]) for i in cand)
@@ -243,9 +244,9 @@ def clique_bound(timings: list[Timing], spec: Spec, seeds: int = 300) -> Bound:
             if len(cand) > 64:  # weighing every candidate's neighbourhood costs |cand|^2
                 j = max(cand, key=lambda j: (w[j], -j))
             else:
-                j = max(cand, key=lambda j: (w[j] + sum(w[k] for k in cand & nb[j]), -j))
+                j = max(cand, key=lambda j: (w[j] + sum(w[k] for k in cand & nb.of(j)), -j))
             clique.append(j)
-            cand &= nb[j]
+            cand = cand & nb.of(j)
     return best
 
 
