@@ -113,3 +113,20 @@ def test_auto_colours_large_phases_and_credits_colour_only_when_it_helped() -> N
     uneven = random_phase(spec, 400, seed=1, max_words=400)  # payloads 1..400 words: no rounds
     s = solve(uneven, spec, "auto", params).schedule
     assert "colour_horizon" not in s.extra and s.extra["produced_by"] != "auto/colour"
+
+
+def test_paired_rounds_let_a_pairs_tiles_take_turns() -> None:
+    """Coloured with pairs, a send that may go paired holds its partner's lane in its round:
+    groups linked by a pair become one, and the pair's sends never share a round."""
+    spec = make_spec()  # pairs (0, 1), (2, 3), (4, 5)
+    timings = phase_timings(make_phase(spec, *all_to_all([[0, 2, 4], [1, 3, 5]])), spec)
+    assert len(tile_groups(timings)) == 2 and len(tile_groups(timings, paired=True)) == 1
+    params = SolveParams.of({"workers": 1, "seed": 0})
+    colours = round_colours(timings, params, 30, paired=True)
+    assert colours is not None
+    rounds = defaultdict(set)
+    for tm, c in zip(timings, colours, strict=True):
+        pair = tm.transfer.src // 2
+        assert pair not in rounds[c], "two sends of one pair in a round"
+        rounds[c].add(pair)
+    assert max(colours) + 1 >= 4  # a pair sends four times

@@ -5,17 +5,19 @@ receive lane, none reads a memory element another writes on the same tile, and a
 transfer comes in a later round than those it waits for. When every tile sends and
 receives about as much as every other, the best schedules look like this: each lane busy
 back to back, round after round. CP-SAT colours the transfers with as few rounds as the
-busiest lane or memory element needs (or one or two more), and the list greedy then places them round by
-round, which keeps every lane's rounds in step and packs what the route latencies and
-widths leave uneven. Phases that fall apart into independent groups of tiles (no
-transfer, dependency between them) are coloured group by group, and a group shaped like
-one already coloured reuses its colours.
+busiest lane or memory element needs (or one or two more), and the list greedy then
+places them round by round, which keeps every lane's rounds in step and packs what the
+route latencies and widths leave uneven. Phases that fall apart into independent groups
+of tiles (no transfer or dependency between them) are coloured group by group, and a
+group shaped like one already coloured reuses its colours. Colouring is tried twice:
+ordinary sends each on their own lane, and sends that may be paired holding their
+partner's lane too (so a pair's tiles take turns, each send at double rate); the shorter
+schedule is kept.
 
 Where rounds do not fit (payloads of very different lengths), a group is too large to
-colour (transfers x rounds above MAX_CELLS), or no colouring is found in
-time (tiles whose sends and receives share their memory, multicasts that overlap
-unevenly), or the rounds come out longer than the greedy schedule, that is returned
-(`fallback`).
+colour (transfers x rounds above MAX_CELLS), no colouring is found in time (multicasts
+that overlap unevenly, ...), or the rounds come out longer than the greedy schedule, that
+is returned (`fallback`).
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from ipuopt.backends.cpsat import new_solver
 from ipuopt.exchange.bounds import held_resources
 from ipuopt.exchange.greedy import greedy_schedule, horizon_of, topological_by
 from ipuopt.exchange.phase import Phase
-from ipuopt.exchange.timing import Timing
+from ipuopt.exchange.timing import PAIRED, Timing
 from ipuopt.params import Progress, SolveParams
 from ipuopt.result import Result, Status
 from ipuopt.spec import Spec
@@ -41,18 +43,26 @@ MAX_CELLS = 500_000  # transfers x rounds of one group's model: beyond, building
 def solve_colour(spec: Spec, timings: list[Timing], hint: tuple[dict[str, int], dict[str, str]],
                  lower: int, params: SolveParams, progress: Progress | None = None) -> Result:
     limit = 60.0 if params.time_limit is None else params.time_limit
+    t0 = time.perf_counter()
     hinted = horizon_of(timings, *hint)
-    colours = round_colours(timings, params, limit)
-    if colours is None:
-        return Result(Status.FALLBACK, hint, hinted, lower, solver="colour",
-                      extras={"colouring": "none (payload lengths differ, or none found in time)"})
     phase = Phase(spec_ref=spec.name, transfers=[tm.transfer for tm in timings])
     n = len(timings)
-    order = topological_by(timings, [colours[i] * n + i for i in range(n)])
-    h, solution = min(((horizon_of(timings, *found), found) for found in
-                       (greedy_schedule(phase, spec, timings=timings, order=order, borrow_aware=aware)
-                        for aware in (False, True))), key=lambda hf: hf[0])
-    extras = {"colours": max(colours, default=-1) + 1, "colour_horizon": h}
+    best = None  # (horizon, schedule, rounds, paired)
+    for paired in (False, True):
+        colours = round_colours(timings, params, limit - (time.perf_counter() - t0), paired)
+        if colours is None:
+            continue
+        order = topological_by(timings, [colours[i] * n + i for i in range(n)])
+        for aware in (False, True):
+            found = greedy_schedule(phase, spec, timings=timings, order=order, borrow_aware=aware)
+            h = horizon_of(timings, *found)
+            if best is None or h < best[0]:
+                best = (h, found, max(colours, default=-1) + 1, paired)
+    if best is None:
+        return Result(Status.FALLBACK, hint, hinted, lower, solver="colour",
+                      extras={"colouring": "none (payload lengths differ, or none found in time)"})
+    h, solution, rounds, paired = best
+    extras = {"colours": rounds, "colour_horizon": h, "colour_paired": paired}
     if h >= hinted:  # never worse than the greedy it was handed
         return Result(Status.FALLBACK, hint, hinted, lower, solver="colour", extras=extras)
     if progress is not None:
@@ -61,21 +71,24 @@ def solve_colour(spec: Spec, timings: list[Timing], hint: tuple[dict[str, int], 
                   solver="colour", extras=extras)
 
 
-def round_colours(timings: list[Timing], params: SolveParams, limit: float) -> list[int] | None:
+def round_colours(timings: list[Timing], params: SolveParams, limit: float,
+                  paired: bool = False) -> list[int] | None:
     """A round per transfer (see the module), or None when some group of tiles has no
-    colouring found within its share of `limit`."""
+    colouring found within its share of `limit`. With `paired`, a send that may be paired
+    also holds its partner's transmit lane in its round (tiles of a pair are then grouped)."""
     t0 = time.perf_counter()
     lengths = sorted(min(tm.duration.values()) for tm in timings)
     if not lengths or lengths[len(lengths) * 19 // 20] > 2 * lengths[len(lengths) // 20]:
         return None  # rounds fit transfers of about one length (95% within a factor 2)
-    groups = tile_groups(timings)
+    groups = tile_groups(timings, paired)
     shapes = [_shape(timings, group) for group in groups]
     colours = [0] * len(timings)
     done: dict[tuple, list[int]] = {}
     for group, shape in zip(groups, shapes, strict=True):
         if shape not in done:
             left = limit - (time.perf_counter() - t0)
-            found = _colour_group(timings, group, params, left / (len(set(shapes)) - len(done)))
+            found = _colour_group(timings, group, params, left / (len(set(shapes)) - len(done)),
+                                  paired)
             if found is None or params.stop.is_set():
                 return None
             done[shape] = found
@@ -84,7 +97,7 @@ def round_colours(timings: list[Timing], params: SolveParams, limit: float) -> l
     return colours
 
 
-def tile_groups(timings: list[Timing]) -> list[list[int]]:
+def tile_groups(timings: list[Timing], paired: bool = False) -> list[list[int]]:
     """Transfer indices grouped by the tiles they link (a transfer links its source and
     destinations; a dependency links the two transfers' sources): no lane, element or
     dependency is shared between groups, unless a paired send borrows a partner's lane."""
@@ -99,7 +112,8 @@ def tile_groups(timings: list[Timing]) -> list[list[int]]:
     src = {tm.transfer.id: tm.transfer.src for tm in timings}
     for tm in timings:
         t = tm.transfer
-        for other in (*t.dst, *(src[a] for a in t.after)):
+        borrowed = (tm.partner,) if paired and PAIRED in tm.widths else ()
+        for other in (*t.dst, *(src[a] for a in t.after), *borrowed):
             parent[find(other)] = find(t.src)
     groups: dict[int, list[int]] = defaultdict(list)
     for i, tm in enumerate(timings):
@@ -119,12 +133,14 @@ def _shape(timings: list[Timing], group: list[int]) -> tuple:
 
 
 def _colour_group(timings: list[Timing], group: list[int], params: SolveParams,
-                  limit: float) -> list[int] | None:
+                  limit: float, paired: bool = False) -> list[int] | None:
     """Colours of one group with the fewest rounds among EXTRA_ROUNDS that CP-SAT finds."""
     users: dict[tuple, list[int]] = defaultdict(list)
     for k, i in enumerate(group):
         for key in held_resources(timings[i], 0):
             users[key].append(k)
+        if paired and PAIRED in timings[i].widths:
+            users["tx", timings[i].partner].append(k)
     clashes = []  # no two of one share a round: a lane's users, an element's readers and writers
     for key, ks in users.items():
         if key[0] in ("tx", "rx"):
