@@ -11,8 +11,9 @@ route latencies and widths leave uneven. Phases that fall apart into independent
 of tiles (no transfer or dependency between them) are coloured group by group, and a
 group shaped like one already coloured reuses its colours. Colouring is tried twice:
 ordinary sends each on their own lane, and sends that may be paired holding their
-partner's lane too (so a pair's tiles take turns, each send at double rate); the shorter
-schedule is kept.
+partner's lane too (so a pair's tiles take turns, each send at double rate; a send that
+cannot go paired then takes as many rounds as its length needs); the shorter schedule is
+kept.
 
 Where rounds do not fit (payloads of very different lengths), a group is too large to
 colour (transfers x rounds above MAX_CELLS), no colouring is found in time (multicasts
@@ -81,7 +82,7 @@ def round_colours(timings: list[Timing], params: SolveParams, limit: float,
     if not lengths or lengths[len(lengths) * 19 // 20] > 2 * lengths[len(lengths) // 20]:
         return None  # rounds fit transfers of about one length (95% within a factor 2)
     groups = tile_groups(timings, paired)
-    shapes = [_shape(timings, group) for group in groups]
+    shapes = [_shape(timings, group, paired) for group in groups]
     colours = [0] * len(timings)
     done: dict[tuple, list[int]] = {}
     for group, shape in zip(groups, shapes, strict=True):
@@ -121,14 +122,16 @@ def tile_groups(timings: list[Timing], paired: bool = False) -> list[list[int]]:
     return list(groups.values())
 
 
-def _shape(timings: list[Timing], group: list[int]) -> tuple:
-    """What the colouring of a group depends on, with tiles renamed by rank: groups with
-    the same shape take the same colours."""
-    tiles = sorted({x for i in group for x in (timings[i].transfer.src, *timings[i].transfer.dst)})
+def _shape(timings: list[Timing], group: list[int], paired: bool) -> tuple:
+    """What the colouring of a group depends on, tiles renamed by rank (with `paired`, also
+    widths, payload lengths and partners): groups with the same shape take the same colours."""
+    tiles = sorted({x for i in group for tm in (timings[i],) for x in
+                    (tm.transfer.src, *tm.transfer.dst, *((tm.partner,) if paired else ())) if x is not None})
     rank = {x: r for r, x in enumerate(tiles)}
     local = {timings[i].transfer.id: k for k, i in enumerate(group)}
     return tuple((rank[t.src], tuple(rank[x] for x in t.dst), tm.read_elements,
-                  tm.write_elements, tuple(local[a] for a in t.after))
+                  tm.write_elements, tuple(local[a] for a in t.after),
+                  paired and (tuple(sorted(tm.duration.items())), rank.get(tm.partner)))
                  for tm, t in ((timings[i], timings[i].transfer) for i in group))
 
 
@@ -147,7 +150,8 @@ def _colour_group(timings: list[Timing], group: list[int], params: SolveParams,
             clashes.append(ks)
         elif key[0] == "rd" and ("wr", *key[1:]) in users:
             clashes.append(ks + users["wr", *key[1:]])
-    busiest = max(len(ks) for ks in clashes)
+    slots = _slots(timings, group, paired)
+    busiest = max(sum(slots[k] for k in ks) for ks in clashes)
     local = {timings[i].transfer.id: k for k, i in enumerate(group)}
     t0 = time.perf_counter()
     for extra in EXTRA_ROUNDS:
@@ -158,19 +162,32 @@ def _colour_group(timings: list[Timing], group: list[int], params: SolveParams,
         if len(group) * rounds > MAX_CELLS:
             return None
         m = cp_model.CpModel()
-        x = [[m.new_bool_var(f"x{k}_{c}") for c in range(rounds)] for k in range(len(group))]
+        # x[k][c]: transfer k takes rounds c .. c + slots[k] - 1
+        x = [[m.new_bool_var(f"x{k}_{c}") for c in range(rounds - slots[k] + 1)] for k in range(len(group))]
         colour = []
         for k in range(len(group)):
             m.add_exactly_one(x[k])
-            colour.append(sum(c * x[k][c] for c in range(rounds)))
+            colour.append(sum(c * v for c, v in enumerate(x[k])))
         for clash in clashes:
             if len(clash) > 1:
                 for c in range(rounds):
-                    m.add_at_most_one(x[k][c] for k in clash)
+                    m.add_at_most_one(x[k][b] for k in clash
+                                      for b in range(max(0, c - slots[k] + 1), min(c + 1, len(x[k]))))
         for k, i in enumerate(group):
             for a in timings[i].transfer.after:
-                m.add(colour[local[a]] < colour[k])
+                m.add(colour[local[a]] + slots[local[a]] <= colour[k])
         solver = new_solver(params.with_(options={}), left)
         if solver.solve(m) in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-            return [next(c for c in range(rounds) if solver.value(x[k][c])) for k in range(len(group))]
+            return [next(c for c, v in enumerate(x[k]) if solver.value(v)) for k in range(len(group))]
     return None
+
+
+def _slots(timings: list[Timing], group: list[int], paired: bool) -> list[int]:
+    """Rounds each transfer takes: one; with `paired`, a send that cannot go paired takes as
+    many rounds as its payload needs at the group's usual (mostly paired) length."""
+    if not paired:
+        return [1] * len(group)
+    lengths = [timings[i].duration[PAIRED] if PAIRED in timings[i].widths
+               else max(timings[i].duration.values()) for i in group]
+    usual = sorted(lengths)[len(lengths) // 2]
+    return [max(1, round(d / usual)) for d in lengths]
