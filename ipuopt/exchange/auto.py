@@ -40,13 +40,13 @@ def solve_auto(spec: Spec, timings: list[Timing], hint: tuple[dict[str, int], di
     t0 = time.perf_counter()
     small = len(timings) <= CPSAT_UP_TO
     phase = Phase(spec_ref=spec.name, transfers=[tm.transfer for tm in timings])
-    by = "greedy"  # who made the best schedule so far: the greedy handed in, until beaten
+    by, hint_h = "greedy", horizon_of(timings, *hint)  # who made the best schedule so far, its horizon
     for credit in PAIRED_CREDITS if small or limit >= TIMED_FROM else ():
         if not small and time.perf_counter() - t0 > 0.4 * limit:
             break
         timed = greedy_schedule(phase, spec, "time", timings, paired_credit=credit)
-        if horizon_of(timings, *timed) < horizon_of(timings, *hint):
-            hint, by = timed, "time"
+        if (h := horizon_of(timings, *timed)) < hint_h:
+            hint, by, hint_h = timed, "time", h
     rest = max(0.0, limit - (time.perf_counter() - t0))
     if small:
         found = solve_cpsat(spec, timings, hint, lower, params.with_(time_limit=rest), progress)
@@ -54,14 +54,14 @@ def solve_auto(spec: Spec, timings: list[Timing], hint: tuple[dict[str, int], di
                       extras={**found.extras, "methods": ["time", "cpsat"]})
     rounds = solve_colour(spec, timings, hint, lower, params.with_(time_limit=COLOUR_SHARE * rest),
                           progress)
-    if rounds.status != Status.FALLBACK and rounds.value < horizon_of(timings, *hint):
-        hint, by = rounds.solution, "colour"
+    if rounds.status != Status.FALLBACK and rounds.value < hint_h:
+        hint, by, hint_h = rounds.solution, "colour", rounds.value
         if rounds.status == Status.OPTIMAL:
             return Result(rounds.status, hint, rounds.value, rounds.bound, solver="auto/colour",
                           extras={**rounds.extras, "methods": ["colour"]})
     rest = max(0.0, limit - (time.perf_counter() - t0))
     first = solve_iterated(spec, timings, hint, lower, params.with_(time_limit=rest / 2), progress)
-    if first.value < horizon_of(timings, *hint):
+    if first.value < hint_h:
         by = "iterated"
     coloured = {k: v for k, v in rounds.extras.items() if k == "colour_horizon"}  # when it coloured
     if first.status == Status.OPTIMAL or params.stop.is_set():

@@ -197,20 +197,19 @@ def clique_bound(timings: list[Timing], spec: Spec, seeds: int = 300) -> Bound:
     other, yet their cores avoid the clique's: add what of them must run at once at least
     (`_rest_union`), e.g. two sends of one tile pair that are paired (one after the other)
     or ordinary (twice as long). Cliques are grown greedily from the transfers with the
-    heaviest neighbourhoods (each resource's users' weight summed over its resources), and
-    weighed with their rest at every step; and around the
-    heaviest sends of each of the busiest tile pairs, kept as the rest, among the transfers
-    that conflict with both. Any clique is a proof."""
+    heaviest neighbourhoods (each resource's users' weight summed over its resources) and
+    weighed with their rest at every step; and among the transfers that conflict with both
+    heaviest sends of each of the busiest tile pairs, those two kept as the rest. Any clique
+    is a proof."""
     if not timings:
         return Bound("clique", 0, "")
     o = spec.exchange.tx_overhead
     held = [held_resources(tm, o) for tm in timings]
     nb = Conflicts(timings, held)
-    shares = [[((_OTHER[k[0]], *k[1:]), off, k[0] in ("tx", "rx")) for k, off in h.items()]
+    shares = [[(nb.against(k), off, k[0] in ("tx", "rx")) for k, off in h.items()]
               for h in held]  # per resource: the one it conflicts with, offset, a lane?
     heads = _dependency_heads(timings)[1]
-    lat = [max(tm.arrival.values()) - o for tm in timings]
-    w = [max(0, min(tm.duration.values()) - lat[i]) for i, tm in enumerate(timings)]
+    w = [max(0, min(tm.duration.values()) - (max(tm.arrival.values()) - o)) for tm in timings]
     weight = {key: sum(w[j] for j in users) for key, users in nb.users.items()}
     heft = [w[i] + sum(weight.get(nb.against(key), 0) for key in h)  # ~ neighbourhood weight
             for i, h in enumerate(held)]

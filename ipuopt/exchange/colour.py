@@ -29,7 +29,7 @@ from collections import defaultdict
 from ortools.sat.python import cp_model
 
 from ipuopt.backends.cpsat import new_solver
-from ipuopt.exchange.bounds import held_resources
+from ipuopt.exchange.bounds import Conflicts, held_resources
 from ipuopt.exchange.greedy import greedy_schedule, horizon_of, topological_by
 from ipuopt.exchange.phase import Phase
 from ipuopt.exchange.timing import PAIRED, Timing
@@ -146,10 +146,11 @@ def _colour_group(timings: list[Timing], group: list[int], params: SolveParams,
             users["tx", timings[i].partner].append(k)
     clashes = []  # no two of one share a round: a lane's users, an element's readers and writers
     for key, ks in users.items():
-        if key[0] in ("tx", "rx"):
+        other = Conflicts.against(key)
+        if other == key:  # a lane
             clashes.append(ks)
-        elif key[0] == "rd" and ("wr", *key[1:]) in users:
-            clashes.append(ks + users["wr", *key[1:]])
+        elif key[0] == "rd" and other in users:
+            clashes.append(ks + users[other])
     slots = _slots(timings, group, paired)
     busiest = max(sum(slots[k] for k in ks) for ks in clashes)
     local = {timings[i].transfer.id: k for k, i in enumerate(group)}
