@@ -22,12 +22,14 @@ from ipuopt.errors import InputError
 from ipuopt.exchange.bounds import all_bounds, best_bound
 from ipuopt.exchange.phase import load_phase
 from ipuopt.exchange.schedule import load_schedule
-from ipuopt.exchange.solve import BACKENDS, ExchangeResult, solve
+from ipuopt.exchange.solve import BACKENDS, ExchangeResult, check_options, solve
 from ipuopt.exchange.validate import validate
-from ipuopt.io import parse_int, read_document, write_atomic, write_json
-from ipuopt.params import SolveParams
+from ipuopt.io import FORMATS, check_output, parse_int, read_document, write_atomic, write_document
+from ipuopt.params import DEFAULT_TIME_LIMIT, Interrupted, SolveParams
 from ipuopt.profiles import load_profile
 from ipuopt.spec import diff_specs, load_spec, spec_names
+
+START = time.monotonic()  # the command's start: a time limit counts from here
 
 # Plain help text: rich markup would read "[/REGION]" in an option's help as a closing tag.
 _TYPER = {"add_completion": False, "no_args_is_help": True, "pretty_exceptions_enable": False,
@@ -44,7 +46,9 @@ app.add_typer(import_app, name="import")
 SpecOpt = Annotated[str | None, typer.Option("--spec", help="Spec name or file; overrides the phase's.")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Machine-readable output.")]
 VerboseOpt = Annotated[bool, typer.Option("--verbose", help="The solver's own log, on stderr.")]
-QuietOpt = Annotated[bool, typer.Option("--quiet", help="No progress lines on stderr.")]
+QuietOpt = Annotated[bool, typer.Option("--quiet", help="No progress lines on stderr (results still print).")]
+LimitHelp = (f"Seconds, wall-clock, for the whole command: loading, bounds, search, validation, writing "
+             f"(default {DEFAULT_TIME_LIMIT:g} for every solver but greedy).")
 
 
 def _version(value: bool) -> None:
@@ -170,45 +174,41 @@ def _exit_now(code: int) -> None:
     os._exit(code)
 
 
-def _check_out(out: Path | None, *inputs: Path | None, option: str = "--out") -> None:
-    """An output path that can be written, checked before a solve so a bad path loses no run."""
-    if out is None:
-        return
-    if out.is_dir():
-        raise InputError.one(str(out), option, "is a directory; give a file name")
-    folder = out.parent
-    if not folder.is_dir():
-        raise InputError.one(str(out), option, f"folder {folder} does not exist")
-    if not os.access(folder, os.W_OK):
-        raise InputError.one(str(out), option, f"folder {folder} is not writable")
-    for other in inputs:
-        if other is not None and out.exists() and other.exists() and out.resolve() == other.resolve():
-            raise InputError.one(str(out), option, "refusing to overwrite an input file")
+def _check_out(out: Path | None, *inputs: Path | str | None, option: str = "--out",
+               suffixes: tuple[str, ...] | None = tuple(FORMATS)) -> None:
+    """Before any work: an output path that can be written, in a format its suffix names, and
+    none of the command's inputs (spec, plan, profile, ... files; symlinks followed)."""
+    if out is not None:
+        check_output(out, option, suffixes, tuple(Path(i) for i in inputs if i is not None))
 
 
-def _check_out_dir(out_dir: Path | None) -> None:
+def _check_out_dir(out_dir: Path | None, option: str = "--out-dir") -> None:
     if out_dir is None:
         return
     if out_dir.exists() and not out_dir.is_dir():
-        raise InputError.one(str(out_dir), "--out-dir", "exists and is not a folder")
-    existing = next(p for p in (out_dir, *out_dir.parents) if p.exists())
-    if not existing.is_dir() or not os.access(existing, os.W_OK):
-        raise InputError.one(str(out_dir), "--out-dir", f"cannot create or write in {existing}")
+        raise InputError.one(str(out_dir), option, "exists and is not a folder")
+    existing = next(p for p in (out_dir.absolute(), *out_dir.absolute().parents) if p.exists())
+    if existing == out_dir.absolute():
+        check_output(out_dir / "probe", option, None)  # can a file be made in it?
+    elif not existing.is_dir() or not os.access(existing, os.W_OK):
+        raise InputError.one(str(out_dir), option, f"cannot create or write in {existing}")
 
 
 def _params(profile: str | None, solver: str | None, time_limit: float | None,
             workers: int | None, seed: int | None, param: list[str],
             verbose: bool = False) -> tuple[str, SolveParams]:
     SolveParams(time_limit, workers, seed)  # option ranges, before the profile is read
+    if solver and solver not in BACKENDS:
+        raise InputError.one("", "--solver", f"unknown solver {solver!r} (one of {', '.join(BACKENDS)})")
     backend, params = load_profile(profile) if profile else ("greedy", {})
+    if profile and solver and solver != backend:
+        raise InputError.one("", "--solver", f"{solver} conflicts with --profile {profile} (backend "
+                                             f"{backend}): give one of them")
     if time_limit is not None and not profile and not solver:
         backend = "auto"  # a time limit asks for the best schedule in that time
-    if solver:
-        if solver not in BACKENDS:
-            raise InputError.one("", "--solver", f"unknown solver {solver!r} (one of {', '.join(BACKENDS)})")
-        if not profile:
-            default = {"cpsat": "cpsat", "milp": "milp"}.get(solver)
-            params = load_profile(default)[1] if default else {}
+    if solver and not profile:
+        default = {"cpsat": "cpsat", "milp": "milp"}.get(solver)
+        params = load_profile(default)[1] if default else {}
         backend = solver
     for key, value in (("time_limit", time_limit), ("workers", workers), ("seed", seed)):
         if value is not None:
@@ -220,7 +220,9 @@ def _params(profile: str | None, solver: str | None, time_limit: float | None,
         params[key.strip()] = yaml.safe_load(value)
     if verbose:
         params["verbose"] = True
-    return backend, SolveParams.of(params)
+    built = SolveParams.of(params)
+    check_options(backend, built.options)
+    return backend, built
 
 
 def _print_result(res: ExchangeResult, spec_clock: float, sync: int) -> None:
@@ -228,7 +230,8 @@ def _print_result(res: ExchangeResult, spec_clock: float, sync: int) -> None:
     us = s.horizon / spec_clock * 1e6 if s.horizon is not None else 0
     print(f"phase      {s.phase or '(unnamed)'}: {len(s.starts)} transfers on {s.spec}")
     by = s.extra.get("produced_by", s.solver)
-    print(f"solver     {s.solver}  status {s.status}  time {res.runtime:.2f}s"
+    limit = f" of {s.extra['time_limit_s']:g}s" if "time_limit_s" in s.extra else ""
+    print(f"solver     {s.solver}  status {s.status}  time {res.runtime:.2f}s{limit}"
           + (f"  (schedule from {by})" if by.split("/")[0] != s.solver else ""))
     print(f"horizon    {s.horizon} cycles ({us:.2f} us) + sync {sync}")
     if "greedy_horizon" in s.extra and s.solver != "greedy":
@@ -236,6 +239,8 @@ def _print_result(res: ExchangeResult, spec_clock: float, sync: int) -> None:
     for b in res.bounds:
         print(f"bound      {b.name:<10} {b.value:>10}  {b.where}")
     print(f"best bound {s.lower_bound}  gap {_pct(res.gap)}")
+    if note := s.extra.get("not_reproducible"):
+        print(f"note       not reproducible: {note}")
 
 
 @app.command("solve")
@@ -247,25 +252,26 @@ def solve_cmd(
         help="greedy | cpsat | milp | lns | iterated | colour | auto "
              "(default greedy; auto with --time-limit)",
     )] = None,
-    time_limit: Annotated[float | None, typer.Option(help="Seconds for the exact solver.")] = None,
+    time_limit: Annotated[float | None, typer.Option(help=LimitHelp)] = None,
     workers: Annotated[int | None, typer.Option(help="Solver threads.")] = None,
     seed: Annotated[int | None, typer.Option(help="Random seed (with --workers 1: reproducible).")] = None,
     param: Annotated[list[str], typer.Option(help="Backend parameter KEY=VALUE, repeatable.")] = [],  # noqa: B006
-    out: Annotated[Path | None, typer.Option(help="Write the schedule JSON here.")] = None,
+    out: Annotated[Path | None, typer.Option(help="Write the schedule here (.json, or .yaml).")] = None,
     json_out: JsonOpt = False,
     chain: Annotated[bool, typer.Option("--chain", help="Also the schedule's critical chain (what "
                                                         "holds each step of the last transfer).")] = False,
     verbose: VerboseOpt = False,
-    quiet: Annotated[bool, typer.Option("--quiet", help="Print nothing but errors.")] = False,
+    quiet: QuietOpt = False,
 ) -> None:
     """Schedule one exchange phase; print horizon, bounds and gap."""
     backend, params = _params(profile, solver, time_limit, workers, seed, param, verbose)
-    _check_out(out, phase)
+    _check_out(out, phase, spec, profile)
+    params.start_clock(None if backend == "greedy" else DEFAULT_TIME_LIMIT, since=START)
     ph, sp = load_phase(phase, spec)
     with _Progress(quiet, f"solve {backend}") as progress, _solver_log(verbose):
         res = solve(ph, sp, backend, params, progress)
     if out:
-        write_json(out, res.schedule.to_dict([t.id for t in ph.transfers]), protect=(phase,))
+        write_document(out, res.schedule.to_dict([t.id for t in ph.transfers]), protect=(phase,))
     if res.interrupted:
         _reclaim_stdout()
     steps = None
@@ -273,13 +279,12 @@ def solve_cmd(
         from ipuopt.exchange.simulate import simulate
 
         steps = simulate(ph, sp, res.schedule).chain
-    if not quiet:
-        if json_out:
-            print(json.dumps({**res.summary(), **({"critical_chain": steps} if chain else {})}, indent=1))
-        else:
-            _print_result(res, sp.clock_hz, sp.exchange.sync_cycles)
-            if steps is not None:
-                _print_chain(steps)
+    if json_out:
+        print(json.dumps({**res.summary(), **({"critical_chain": steps} if chain else {})}, indent=1))
+    else:
+        _print_result(res, sp.clock_hz, sp.exchange.sync_cycles)
+        if steps is not None:
+            _print_chain(steps)
     if res.interrupted:
         _interrupted("the schedule", res.schedule.status, out)
 
@@ -399,7 +404,8 @@ def compare_cmd(
     phases: Annotated[list[Path], typer.Argument(help="Phase files, folders of them, or bundled names.")],
     solvers: Annotated[str, typer.Option(help="Comma-separated backends.")] = "greedy,cpsat",
     spec: SpecOpt = None,
-    time_limit: Annotated[float, typer.Option(help="Seconds per exact solve.")] = 10.0,
+    time_limit: Annotated[float, typer.Option(help="Seconds, wall-clock, for each row (phase and solver): "
+                                                   "bounds, search and validation.")] = 10.0,
     workers: Annotated[int | None, typer.Option()] = None,
     seed: Annotated[int | None, typer.Option()] = None,
     json_out: JsonOpt = False,
@@ -408,6 +414,8 @@ def compare_cmd(
     quiet: QuietOpt = False,
 ) -> None:
     """One row per phase and solver: transfers, best bound, horizon, status, gap, time."""
+    if json_out and csv_out:
+        raise InputError.one("", "--json/--csv", "give one output format")
     names = [s.strip() for s in solvers.split(",") if s.strip()]
     if not names:
         raise InputError.one("", "--solvers", "name at least one solver")
@@ -447,31 +455,46 @@ def compare_cmd(
                   f"{r['time_s']:>6.2f}s")
 
 
-def _plan_layouts(plan: Path | None, wl) -> list[str]:
+def _plan_layouts(plan: Path | None, wl, spec) -> dict:
     """A layout plan's `choice` of GEMM layouts (operator -> candidate id, which is the layout
-    label) as --layout items; elementwise operators run on their input's layout."""
+    label); elementwise operators run on their input's layout. A plan made for another
+    workload is reported as that."""
     if plan is None:
-        return []
+        return {}
     doc = read_document(plan)
     choice = doc.get("choice") if isinstance(doc, dict) else None
     if not isinstance(choice, dict) or not all(isinstance(v, str) for v in choice.values()):
         raise InputError.one(str(plan), "choice", "a plan needs a mapping operator -> candidate id")
-    elementwise = {o.name for o in wl.operators if o.kind != "gemm"}
-    return [f"{op}={label}" for op, label in choice.items() if op not in elementwise]
+    named = doc.get("workload")
+    if isinstance(named, str) and wl.name not in (named, Path(named).stem):
+        raise InputError.one(str(plan), "workload", f"a plan for workload {named!r}, not {wl.name!r}")
+    ops = {o.name: o for o in wl.operators}
+    if unknown := sorted(set(choice) - set(ops)):
+        raise InputError.one(str(plan), "choice", f"operators not in {wl.name}: {', '.join(unknown)}")
+    return _parse_layouts([f"{op}={label}" for op, label in choice.items() if ops[op].kind == "gemm"],
+                          spec, f"{plan}: choice")
 
 
 PlanOpt = Annotated[Path | None, typer.Option(help="A layout plan JSON; its `choice` gives the layouts.")]
 
 
-def _parse_layouts(items: list[str], spec) -> dict:
+def _parse_layouts(items: list[str], spec, where: str = "--layout") -> dict:
+    """OP=LAYOUT items, every bad one reported."""
+    from ipuopt.errors import Problem
     from ipuopt.workloads.gemm import GemmLayout
 
-    out = {}
+    out, problems = {}, []
     for item in items:
         if "=" not in item:
-            raise InputError.one("", "--layout", f"{item!r} is not OP=RxCxP/AxB[/REGION]")
+            problems.append(Problem("", where, f"{item!r} is not OP=RxCxP/AxB[/REGION]"))
+            continue
         op, text = item.split("=", 1)
-        out[op.strip()] = GemmLayout.parse(text, spec)
+        try:
+            out[op.strip()] = GemmLayout.parse(text, spec, f"{where} {op.strip()}")
+        except InputError as exc:
+            problems += exc.problems
+    if problems:
+        raise InputError(problems)
     return out
 
 
@@ -496,7 +519,7 @@ def gen_cmd(
     wl = load_workload(workload)
     sp = load_spec(spec, field="--spec")
     with _Progress(quiet, f"gen {wl.name}"):
-        gen = generate(wl, sp, _parse_layouts(_plan_layouts(plan, wl) + layout, sp))
+        gen = generate(wl, sp, {**_plan_layouts(plan, wl, sp), **_parse_layouts(layout, sp)})
         stats = [phase_stats(gp, sp) for gp in gen.phases]
     rows = []
     for gp, st in zip(gen.phases, stats, strict=True):
@@ -505,7 +528,7 @@ def gen_cmd(
             path = out_dir / f"{wl.name}-{gp.phase.name}.json"
             doc = gp.phase.to_dict()
             doc["spec"] = sp.name
-            write_json(path, doc)
+            write_document(path, doc)
             st["file"] = str(path)
         rows.append(st)
     if arena and out_dir is not None:
@@ -537,9 +560,12 @@ def run_cmd(
     layout: Annotated[list[str], typer.Option(help="OP=RxCxP/AxB[/REGION], repeatable.")] = [],  # noqa: B006
     plan: PlanOpt = None,
     profile: Annotated[str | None, typer.Option(help="Solver profile for every phase.")] = None,
-    solver: Annotated[str | None, typer.Option(help="greedy (default) | cpsat | milp | lns")] = None,
-    time_limit: Annotated[float | None, typer.Option(help="Seconds per phase for an exact solver.")] = None,
-    out: Annotated[Path | None, typer.Option(help="Write the run JSON here (for render --program).")] = None,
+    solver: Annotated[str | None, typer.Option(help="greedy (default) | cpsat | milp | lns | iterated "
+                                                    "| colour | auto")] = None,
+    time_limit: Annotated[float | None, typer.Option(help=LimitHelp + " Shared by the phases in "
+                                                     "proportion to their transfers.")] = None,
+    out: Annotated[Path | None, typer.Option(help="Write the run here (.json or .yaml; for render "
+                                                  "--program).")] = None,
     json_out: JsonOpt = False,
     quiet: QuietOpt = False,
 ) -> None:
@@ -549,18 +575,27 @@ def run_cmd(
     from ipuopt.workloads.workload import load_workload
 
     backend, params = _params(profile, solver, time_limit, None, None, [])
-    _check_out(out)
+    _check_out(out, spec, plan, profile)
+    params.start_clock(None if backend == "greedy" else DEFAULT_TIME_LIMIT, since=START)
     wl = load_workload(workload)
     sp = load_spec(spec, field="--spec")
     with _Progress(quiet, f"run {wl.name}") as progress:
-        gen = generate(wl, sp, _parse_layouts(_plan_layouts(plan, wl) + layout, sp))
+        gen = generate(wl, sp, {**_plan_layouts(plan, wl, sp), **_parse_layouts(layout, sp)})
         run = run_program(gen, backend, params, progress)
     doc = run.to_dict()
     if out:
-        write_json(out, doc)
+        write_document(out, doc)
+    if run.interrupted:
+        _reclaim_stdout()
     if json_out:
         print(json.dumps(doc, indent=1))
-        return
+    else:
+        _print_run(doc)
+    if run.interrupted:
+        _interrupted(f"the program up to phase {len(doc['boundaries'])}", "feasible", out)
+
+
+def _print_run(doc: dict[str, Any]) -> None:
     for op, label in doc["layouts"].items():
         print(f"{op:<10} {label}")
     print(f"{'phase':<26} {'transfers':>9} {'compute':>8} {'min':>8} {'spread':>7} {'last':>5} "
@@ -646,7 +681,8 @@ def place_cmd(
     if capacity is not None and capacity <= 0:
         raise InputError.one("", "--capacity", f"must be > 0 bytes, got {capacity}")
     source = csv_in or arena
-    _check_out(out, source)
+    _check_out(out, source, suffixes=(".csv",) if csv_in is not None else tuple(FORMATS))
+    params.start_clock(since=START)
     problem = load_csv(csv_in, capacity) if csv_in is not None else load_arena(arena)  # type: ignore[arg-type]
     with _Progress(quiet, f"place {solver}") as progress, _solver_log(verbose):
         res = place(problem, objective, solver, params, progress)
@@ -659,7 +695,7 @@ def place_cmd(
                 writer.writerow([b.id, b.first, b.end, b.size, res.offsets[b.id]])
             write_atomic(out, buf.getvalue(), protect=(source,))  # type: ignore[arg-type]
         else:
-            write_json(out, res.to_dict(), protect=(source,))  # type: ignore[arg-type]
+            write_document(out, res.to_dict(), protect=(source,))  # type: ignore[arg-type]
     if res.info.get("interrupted"):
         _reclaim_stdout()
     if json_out:
@@ -694,14 +730,13 @@ def render_cmd(
 ) -> None:
     """A schedule (or a program run) as a timeline: tiles' transmit and receive lanes, multicast
     and paired sends, the critical chain; hover for details, wheel to zoom."""
-    from ipuopt.render.save import picture_kind, save
+    from ipuopt.render.save import save
     from ipuopt.render.views import phase_view, program_view
 
     if (program is None) == (phase is None or schedule is None):
         raise InputError.one("", "PHASE SCHEDULE/--program",
                              "give a phase and its schedule, or --program RUN.json")
-    _check_out(out, phase, schedule, program)
-    picture_kind(out)
+    _check_out(out, phase, schedule, program, spec, suffixes=(".html", ".png"))
     if program is not None:
         doc = read_document(program)
         if not isinstance(doc, dict) or not isinstance(doc.get("boundaries"), list):
@@ -730,14 +765,13 @@ def render_arena_cmd(
 ) -> None:
     """A placement as boxes of address against program step; conflicts marked."""
     from ipuopt.arena.problem import load_arena, load_csv
-    from ipuopt.render.save import picture_kind, save
+    from ipuopt.render.save import save
     from ipuopt.render.views import arena_boxes
 
     if (csv_in is None) == (arena is None or placement is None):
         raise InputError.one("", "ARENA PLACEMENT/--csv", "give an arena and its placement, or --csv FILE "
                                                           "--capacity BYTES")
-    _check_out(out, arena, placement, csv_in)
-    picture_kind(out)
+    _check_out(out, arena, placement, csv_in, suffixes=(".html", ".png"))
     if csv_in is not None:
         if capacity is None or capacity <= 0:
             raise InputError.one(str(csv_in), "--capacity", "required with --csv, in bytes > 0")
@@ -774,9 +808,9 @@ def layout_problem_cmd(
 ) -> None:
     """Price every candidate layout of a workload's operators and the redistributions that can
     matter; write the layout problem that `ipuopt layout` solves."""
-    _check_out(out)
+    _check_out(out, workload, spec)
     problem, doc, _ = _build_layout_problem(workload, spec, within, min_utilisation, quiet, exchange)
-    write_atomic(out, yaml.safe_dump(doc, sort_keys=False, width=200))
+    write_document(out, doc)
     kept = doc["kept"]
     if json_out:
         print(json.dumps({"out": str(out), **kept}, indent=1))
@@ -851,7 +885,8 @@ def layout_cmd(
     path = resolve(problem, "models/layouts")
     if not path.exists() and str(problem) in bundled_names("models"):
         path = resolve(problem, "models")
-    _check_out(out, path)
+    _check_out(out, path, spec, profile)
+    params.start_clock(since=START)
     doc = read_document(path, bundled_hint("models/layouts", "problems") + "; "
                         + bundled_hint("models", "workloads").strip())
     built = None
@@ -883,7 +918,7 @@ def layout_cmd(
         with _Progress(quiet, "rerank") as progress:
             result["rerank"] = rerank_plans(plans, *built, rerank_backend, rerank_params, progress)
     if out:
-        write_json(out, result, protect=(path,))
+        write_document(out, result, protect=(path,))
     if json_out:
         print(json.dumps(result, indent=1))
     else:
@@ -967,7 +1002,7 @@ def sweep_report_cmd(
     --against, what got better or worse."""
     from ipuopt.sweeps.report import compare, load_results, report_png, summarise
 
-    _check_out(png)
+    _check_out(png, option="--png", suffixes=(".png",))
     rows = load_results(out)
     summary = summarise(rows)
     diff = compare(rows, load_results(against)) if against else None
@@ -1038,8 +1073,7 @@ def import_openshop(
 
     _check_out(out, file)
     phase = openshop_phase(read_openshop(file), name=file.stem)
-    write_atomic(out, yaml.safe_dump(phase.to_dict(), sort_keys=False, width=1000),
-                 protect=(file,))
+    write_document(out, phase.to_dict(), protect=(file,))
     print(f"wrote {out}: {len(phase.transfers)} transfers")
 
 
@@ -1049,6 +1083,14 @@ def main() -> None:
     _STDOUT.append(os.dup(1))
     try:
         app()
+    except SystemExit as exc:
+        if exc.code == 130:  # typer's word for a Ctrl-C no command caught (loading, a second one)
+            _err("interrupted: no file written")
+            _exit_now(130)
+        raise
+    except Interrupted as exc:  # Ctrl-C before any answer: nothing written
+        _err(f"interrupted: {exc}; no file written")
+        _exit_now(130)
     except InputError as exc:
         for p in exc.problems:
             _err(f"error: {p}")
@@ -1057,7 +1099,7 @@ def main() -> None:
         _err(f"error: {exc.filename or ''}: {exc.strerror or exc}")
         sys.exit(2)
     except KeyboardInterrupt:
-        _err("interrupted")
+        _err("interrupted: no file written")
         _exit_now(130)  # a solver thread may still run in C++: no interpreter shutdown
     except Exception as exc:
         if os.environ.get("IPUOPT_DEBUG"):

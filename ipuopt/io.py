@@ -28,6 +28,23 @@ def parse_int(value: Any) -> int | None:
 
 
 _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml's parser: ~10x faster on big files
+_INPUTS: set[Path] = set()  # every file this process has read: never a target for an output
+
+
+def note_input(path: str | Path) -> Path:
+    """Remember `path` as an input (symlinks followed), so no output of this process replaces
+    it, whatever option named it (`--spec`, `--plan`, a file a sweep or arena refers to)."""
+    p = Path(path)
+    _INPUTS.add(p.resolve())
+    return p
+
+
+def is_input(path: str | Path) -> bool:
+    return Path(path).resolve() in _INPUTS
+
+
+# What each output kind may be written as, by suffix.
+FORMATS = {".json": "JSON", ".yaml": "YAML", ".yml": "YAML"}
 
 
 def read_document(path: str | Path, hint: str = "") -> Any:
@@ -36,6 +53,7 @@ def read_document(path: str | Path, hint: str = "") -> Any:
     p = Path(path)
     if not p.exists():
         raise InputError.one(str(p), "", f"file not found{hint}")
+    note_input(p)
     if p.is_dir():
         raise InputError.one(str(p), "", "is a directory, expected a file")
     try:
@@ -60,12 +78,13 @@ def read_document(path: str | Path, hint: str = "") -> Any:
 
 
 def write_atomic(path: str | Path, text: str | bytes, protect: tuple[Path, ...] = ()) -> None:
-    """Write a file (text or bytes) whole or not at all; refuse to overwrite any of the
-    `protect` inputs."""
+    """Write a file (text or bytes) whole or not at all; refuse to overwrite any input file:
+    the `protect` ones and every file this process has read."""
     target = Path(path)
     for other in protect:
-        if other.exists() and target.exists() and target.resolve() == Path(other).resolve():
-            raise InputError.one(str(target), "--out", "refusing to overwrite an input file")
+        note_input(other)
+    if is_input(target):
+        raise InputError.one(str(target), "--out", "refusing to overwrite an input file")
     directory = target.parent if str(target.parent) else Path(".")
     if not directory.is_dir():
         raise InputError.one(str(target), "--out", f"directory {directory} does not exist")
@@ -87,3 +106,38 @@ def write_atomic(path: str | Path, text: str | bytes, protect: tuple[Path, ...] 
 
 def write_json(path: str | Path, data: Any, protect: tuple[Path, ...] = ()) -> None:
     write_atomic(path, json.dumps(data, indent=1) + "\n", protect)
+
+
+def write_document(path: str | Path, data: Any, protect: tuple[Path, ...] = ()) -> None:
+    """Write `data` as its suffix names it: JSON (.json) or YAML (.yaml, .yml)."""
+    if FORMATS.get(Path(path).suffix.lower()) == "YAML":
+        write_atomic(path, yaml.safe_dump(data, sort_keys=False, width=1000), protect)
+    else:
+        write_json(path, data, protect)
+
+
+def check_output(path: Path, option: str = "--out", suffixes: tuple[str, ...] | None = tuple(FORMATS),
+                 inputs: tuple[Path | str | None, ...] = ()) -> None:
+    """Before any work: `path` can be written (its folder exists and takes a new file, it is
+    not a folder), in a format its suffix names (`suffixes`, None: any), and it is none of the
+    `inputs` nor any file read so far."""
+    if path.is_dir():
+        raise InputError.one(str(path), option, "is a directory; give a file name")
+    if suffixes is not None and path.suffix.lower() not in suffixes:
+        raise InputError.one(str(path), option, f"unknown file type {path.suffix or '(none)'!r}: "
+                                                f"name it {' or '.join(suffixes)}")
+    for other in inputs:
+        if other is not None and Path(other).exists():
+            note_input(other)
+    if is_input(path):
+        raise InputError.one(str(path), option, "refusing to overwrite an input file")
+    folder = path.parent if str(path.parent) else Path(".")
+    if not folder.is_dir():
+        raise InputError.one(str(path), option, f"folder {folder} does not exist")
+    try:  # os.access says yes on read-only and virtual file systems (/proc) for root
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{path.name}.", suffix=".probe")
+        os.close(fd)
+        os.unlink(tmp)
+    except OSError as exc:
+        raise InputError.one(str(path), option, f"cannot write in folder {folder}: "
+                                                f"{exc.strerror or exc}") from None

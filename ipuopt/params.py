@@ -12,16 +12,45 @@ from ipuopt.errors import InputError
 
 GENERIC = ("time_limit", "workers", "seed", "verbose")
 Progress = Callable[[dict[str, Any]], None]  # hears {"incumbent": ..., "bound": ..., ...}
+DEFAULT_TIME_LIMIT = 60.0  # seconds, wall-clock: every method but the plain greedy, unless told
+
+
+class Stopped(Exception):  # noqa: N818 (a signal, not an error)
+    """A stage cut short by Ctrl-C or the deadline before it had an answer to hand back."""
+
+
+class Interrupted(Exception):  # noqa: N818 (not KeyboardInterrupt: click would swallow it)
+    """Ctrl-C before any answer was found: there is nothing to keep or write."""
 
 
 class Stop:
     """Asked once (Ctrl-C), heard by every running solver: each registers how to end its
-    search early and keeps its best answer so far."""
+    search early and keeps its best answer so far. It also holds the command's wall-clock
+    deadline: past it, `is_set` holds too, so every loop that listens for Ctrl-C also ends
+    in time."""
 
     def __init__(self) -> None:
         self._event = threading.Event()
         self._lock = threading.Lock()
         self._hooks: list[Callable[[], None]] = []
+        self.deadline: float | None = None  # time.monotonic() by which the work must end
+        self.wall_cut = False  # a deterministic-time limit was cut short by the deadline
+
+    def until(self, deadline: float) -> None:
+        """End the work by `deadline` (time.monotonic()), or by the earlier one already set."""
+        self.deadline = deadline if self.deadline is None else min(self.deadline, deadline)
+
+    def left(self) -> float | None:
+        """Seconds to the deadline (>= 0), None without one."""
+        return None if self.deadline is None else max(0.0, self.deadline - time.monotonic())
+
+    @property
+    def interrupted(self) -> bool:
+        """The user asked to stop (Ctrl-C)."""
+        return self._event.is_set()
+
+    def expired(self) -> bool:
+        return self.deadline is not None and time.monotonic() >= self.deadline
 
     def request(self) -> None:
         with self._lock:
@@ -31,7 +60,20 @@ class Stop:
             hook()
 
     def is_set(self) -> bool:
-        return self._event.is_set()
+        """Stop now: asked to, or past the deadline."""
+        return self._event.is_set() or self.expired()
+
+    def check(self, deadline: bool = True) -> None:
+        """Raise `Stopped` when asked to stop (or, with `deadline`, past it): for a stage that
+        has no partial answer to hand back."""
+        if self._event.is_set() or (deadline and self.expired()):
+            raise Stopped
+
+    def forget(self, hook: Callable[[], None]) -> None:
+        """No longer call `hook` (its solver is done)."""
+        with self._lock:
+            if hook in self._hooks:
+                self._hooks.remove(hook)
 
     def on_request(self, hook: Callable[[], None]) -> None:
         """Call `hook` when stop is asked (at once if it already was)."""
@@ -85,6 +127,31 @@ class SolveParams:
         fields.update(changes)
         return SolveParams(**fields)
 
+    def budget(self, default: float | None = DEFAULT_TIME_LIMIT) -> float | None:
+        """Seconds this stage may take: its time limit (`default` when none), and never past
+        the command's deadline."""
+        limit = default if self.time_limit is None else float(self.time_limit)
+        left = self.stop.left()
+        if left is None:
+            return limit
+        return left if limit is None else min(limit, left)
+
+    def start_clock(self, default: float | None = DEFAULT_TIME_LIMIT, since: float | None = None) -> None:
+        """Arm the wall-clock deadline `since` a moment (time.monotonic(); default now), the
+        earlier one kept if one is armed already (the CLI arms it from the command's start)."""
+        limit = default if self.time_limit is None else float(self.time_limit)
+        if limit is not None:
+            self.stop.until((time.monotonic() if since is None else since) + limit)
+
+    def sooner(self, seconds: float) -> SolveParams:
+        """These parameters for a stage that must end `seconds` before the deadline, to leave
+        time for what follows it (validation, writing); Ctrl-C still reaches it."""
+        stop = Stop()
+        if self.stop.deadline is not None:
+            stop.deadline = self.stop.deadline - seconds
+        self.stop.on_request(stop.request)
+        return self.with_(stop=stop)
+
     @property
     def reproducible(self) -> bool:
         """One worker and a seed: the same input gives the same answer."""
@@ -96,13 +163,18 @@ def run_interruptible(work: Callable[[], Any], stop: Stop, grace: float = 3.0) -
     thread mid-solve; it then asks `stop` and waits up to `grace` seconds for the work to
     return its best answer so far (None when it does not come in time, e.g. a MILP)."""
     if threading.current_thread() is not threading.main_thread():
-        return work(), False  # signals reach only the main thread: nothing to catch here
+        try:  # signals reach only the main thread: nothing to catch here
+            return work(), False
+        except Stopped:
+            return None, stop.interrupted
     box: dict[str, Any] = {}
     done = threading.Event()
 
     def run() -> None:
         try:
             box["value"] = work()
+        except Stopped:
+            pass  # cut short with nothing to hand back: the caller keeps what it has
         except BaseException as exc:  # handed to the caller below
             box["error"] = exc
         finally:
@@ -121,4 +193,4 @@ def run_interruptible(work: Callable[[], Any], stop: Stop, grace: float = 3.0) -
         done.wait(grace)
     if "error" in box:
         raise box["error"]
-    return box.get("value"), interrupted
+    return box.get("value"), interrupted or stop.interrupted

@@ -58,8 +58,8 @@ def test_out_never_overwrites_input(tmp_path: Path) -> None:
 
 
 def test_quiet_and_spec_override() -> None:
-    r = run_cli("solve", str(EXAMPLES / "tiny.yaml"), "--quiet")
-    assert r.returncode == 0 and r.stdout == ""
+    r = run_cli("solve", str(EXAMPLES / "tiny.yaml"), "--quiet", "--json")  # quiet: no progress, results
+    assert r.returncode == 0 and r.stderr == "" and json.loads(r.stdout)["horizon"] == 130
     r = run_cli("solve", str(EXAMPLES / "tiny.yaml"), "--spec", "gc200-nopairs", "--json")
     assert json.loads(r.stdout)["spec"] == "gc200-nopairs"
 

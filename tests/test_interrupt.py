@@ -21,7 +21,7 @@ from ipuopt.exchange.validate import validate
 def _interrupt(args: list[str], after: float) -> tuple[subprocess.CompletedProcess, float]:
     """Run the CLI, send SIGINT after `after` seconds; the result and the seconds it took to stop."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    proc = subprocess.Popen([sys.executable, "-c", "from ipuopt.cli import main; main()", *args],
+    proc = subprocess.Popen([sys.executable, "-c", "from ipuopt.entry import main; main()", *args],
                             cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     time.sleep(after)
     assert proc.poll() is None, "the command ended before it could be interrupted"

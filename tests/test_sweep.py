@@ -49,7 +49,7 @@ def test_sweep_survives_a_lost_worker_and_resumes(tmp_path: Path) -> None:
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
                       dashboard_address=None) as cluster, Client(cluster) as client:
         pids = client.run(os.getpid)
-        cli = [sys.executable, "-c", "from ipuopt.cli import main; main()"]
+        cli = [sys.executable, "-c", "from ipuopt.entry import main; main()"]
         proc = subprocess.Popen([*cli, "sweep", str(sweep), "--out", str(out), "--cluster",
                                  cluster.scheduler_address, "--json"],
                                 cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(ROOT)},

@@ -241,7 +241,7 @@ def place(arena: Arena, objective: str = "fit", solver: str = "auto",
     params = SolveParams.of(params)
     live, step = arena.peak_live()
     run = _Run(arena, objective, solver, params, progress or (lambda info: None),
-               60.0 if params.time_limit is None else params.time_limit,
+               params.budget(),
                {"fit": 0, "peak": live, "conflicts": 0}[objective], live)
     if live > arena.capacity:
         return _answer(run, Status.INFEASIBLE,

@@ -13,29 +13,39 @@ from ipuopt.result import Status
 STATUS = {cp_model.OPTIMAL: Status.OPTIMAL, cp_model.FEASIBLE: Status.FEASIBLE,
           cp_model.INFEASIBLE: Status.INFEASIBLE}
 # Options meant for other backends that a profile or a race may carry along.
-_NOT_CPSAT = ("milp_solver", "solver", "msg", "rounds")  # rounds: the iterated greedy's
+_NOT_CPSAT = ("milp_solver", "solver", "msg", "rounds", "free", "sub_time_limit", "prove_split")
+
+
+def is_parameter(key: str) -> bool:
+    """A CP-SAT parameter's name (what `new_solver` passes through)."""
+    return hasattr(cp_model.CpSolver().parameters, key)
 
 
 def new_solver(params: SolveParams, time_limit: float | None = None, wall_clock: bool = False
                ) -> cp_model.CpSolver:
     """A solver set up from `params` (`time_limit` overrides theirs) that stops when the user
-    asks. Any CP-SAT parameter passes through by its own name. One worker plus a seed makes
-    the search deterministic; the time limit is then deterministic time too, so a rerun
-    stops at the same point, unless `wall_clock` holds it to real seconds."""
+    asks, and by the command's wall-clock deadline. Any CP-SAT parameter passes through by its
+    own name. One worker plus a seed makes the search deterministic; the time limit is then
+    deterministic time too, so a rerun stops at the same point, unless `wall_clock` holds it
+    to real seconds or the deadline comes first (then `stop.wall_cut` says so)."""
     solver = cp_model.CpSolver()
     sp = solver.parameters
     workers = params.workers or 2
-    limit = params.time_limit if time_limit is None else time_limit
+    limit = params.budget() if time_limit is None else time_limit
+    left = params.stop.left()
     sp.num_workers = int(workers)
     sp.log_search_progress = params.verbose
     sp.catch_sigint_signal = False  # Ctrl-C is ours: it asks every solver to stop (params.Stop)
     if params.seed is not None:
         sp.random_seed = int(params.seed)
+    deterministic = None
     if limit is not None:
         sp.max_time_in_seconds = float(limit)
         if params.reproducible and not wall_clock:
-            sp.max_deterministic_time = float(limit)
+            deterministic = sp.max_deterministic_time = float(limit)
             sp.max_time_in_seconds = 10 * float(limit) + 10
+    if left is not None:
+        sp.max_time_in_seconds = min(sp.max_time_in_seconds, left)
     for key, value in params.options.items():
         if key in _NOT_CPSAT:
             continue
@@ -46,6 +56,7 @@ def new_solver(params: SolveParams, time_limit: float | None = None, wall_clock:
         except (TypeError, ValueError) as exc:
             raise InputError.one("", f"params.{key}", f"bad value {value!r}: {exc}") from None
     params.stop.on_request(solver.stop_search)
+    solver.ipuopt_limits = (params.stop, deterministic)  # read back by `solve`
     return solver
 
 
@@ -64,4 +75,12 @@ def solve(model: cp_model.CpModel, solver: cp_model.CpSolver, progress: Progress
     """Solve with progress reports (solutions and bound moves); the CP-SAT status code."""
     if progress is not None and hasattr(solver, "best_bound_callback"):
         solver.best_bound_callback = lambda b: progress({"bound": int(b)})
-    return solver.solve(model, ProgressCallback(progress) if progress else None)
+    code = solver.solve(model, ProgressCallback(progress) if progress else None)
+    stop, deterministic = getattr(solver, "ipuopt_limits", (None, None))
+    if stop is not None:
+        stop.forget(solver.stop_search)
+    if (stop is not None and deterministic is not None and not stop.interrupted
+            and code not in (cp_model.OPTIMAL, cp_model.INFEASIBLE)
+            and solver.deterministic_time < 0.99 * deterministic):
+        stop.wall_cut = True  # the deadline, not the deterministic limit, ended it
+    return code

@@ -56,7 +56,7 @@ def solve(prob: pulp.LpProblem, params: SolveParams) -> tuple[Status, float | No
     """Solve `prob`; its status and the proven bound on its objective (None when unknown)."""
     name = milp_solver_name(params)
     msg = bool(params.options.get("msg", False)) or params.verbose
-    limit = params.time_limit
+    limit = params.budget()
     if name == "highs":
         # No `threads`: HiGHS keeps one global scheduler per process, and a solve asking for
         # another thread count than the first one fails without a solution.

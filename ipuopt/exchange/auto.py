@@ -19,7 +19,7 @@ import time
 from ipuopt.exchange.greedy import greedy_schedule, horizon_of
 from ipuopt.exchange.phase import Phase
 from ipuopt.exchange.timing import Timing
-from ipuopt.params import Progress, SolveParams
+from ipuopt.params import Progress, SolveParams, Stopped
 from ipuopt.result import Result, Status
 from ipuopt.spec import Spec
 
@@ -36,15 +36,21 @@ def solve_auto(spec: Spec, timings: list[Timing], hint: tuple[dict[str, int], di
     from ipuopt.exchange.iterated import solve_iterated
     from ipuopt.exchange.lns import solve_lns
 
-    limit = 60.0 if params.time_limit is None else params.time_limit
+    limit = params.budget()
     t0 = time.perf_counter()
     small = len(timings) <= CPSAT_UP_TO
     phase = Phase(spec_ref=spec.name, transfers=[tm.transfer for tm in timings])
     by, hint_h = "greedy", horizon_of(timings, *hint)  # who made the best schedule so far, its horizon
-    for credit in PAIRED_CREDITS if small or limit >= TIMED_FROM else ():
+    def check() -> None:  # a timed greedy ends with the deadline, and on large phases at 40%
+        params.stop.check()
         if not small and time.perf_counter() - t0 > 0.4 * limit:
+            raise Stopped
+
+    for credit in PAIRED_CREDITS if small or limit >= TIMED_FROM else ():
+        try:
+            timed = greedy_schedule(phase, spec, "time", timings, paired_credit=credit, check=check)
+        except Stopped:
             break
-        timed = greedy_schedule(phase, spec, "time", timings, paired_credit=credit)
         if (h := horizon_of(timings, *timed)) < hint_h:
             hint, by, hint_h = timed, "time", h
     rest = max(0.0, limit - (time.perf_counter() - t0))

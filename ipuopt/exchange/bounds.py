@@ -7,6 +7,7 @@ transfer at its cheapest width, so it never exceeds the optimum.
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -183,7 +184,8 @@ class Conflicts:
         return frozenset(out)
 
 
-def clique_bound(timings: list[Timing], spec: Spec, seeds: int = 300) -> Bound:
+def clique_bound(timings: list[Timing], spec: Spec, seeds: int = 300,
+                 enough: Callable[[], bool] | None = None) -> Bound:
     """Transfers that pairwise conflict (`Conflicts`) run one at a time, even when no single
     lane or element carries them all (a multicast into a group, the sends from that group
     that hazard with it, ...). On each resource two conflicting transfers share, their
@@ -200,7 +202,7 @@ def clique_bound(timings: list[Timing], spec: Spec, seeds: int = 300) -> Bound:
     heaviest neighbourhoods (each resource's users' weight summed over its resources) and
     weighed with their rest at every step; and among the transfers that conflict with both
     heaviest sends of each of the busiest tile pairs, those two kept as the rest. Any clique
-    is a proof."""
+    is a proof, so the search may end when `enough()` says so (Ctrl-C, the time limit)."""
     if not timings:
         return Bound("clique", 0, "")
     o = spec.exchange.tx_overhead
@@ -227,7 +229,11 @@ def clique_bound(timings: list[Timing], spec: Spec, seeds: int = 300) -> Bound:
     starts += [([seed], None, (), f"from {timings[seed].transfer.id}") for seed in order[:seeds]]
     best = Bound("clique", 0, "")
     budget = _REST_WORK
-    for clique, cand, fixed, label in starts:
+    for tried, (clique, cand, fixed, label) in enumerate(starts):
+        if enough is not None and enough():
+            cut = f"search cut short after {tried} of {len(starts)} starts"
+            best = Bound("clique", best.value, f"{best.where} ({cut})" if best.where else cut)
+            break
         cand = set(nb.of(clique[0]) if cand is None else cand)
         while True:
             if clique and (not cand or (len(cand) <= _REST_MAX and budget > 0 and not fixed)):
@@ -328,11 +334,13 @@ def held_resources(tm: Timing, o: int) -> dict[tuple, int]:
     return out
 
 
-def all_bounds(phase: Phase, spec: Spec, timings: list[Timing] | None = None) -> list[Bound]:
+def all_bounds(phase: Phase, spec: Spec, timings: list[Timing] | None = None,
+               enough: Callable[[], bool] | None = None) -> list[Bound]:
+    """Every named bound; the clique search, the only slow one, ends early when `enough()`."""
     timings = timings if timings is not None else phase_timings(phase, spec)
     return [endpoint_bound(timings, spec), pair_bound(timings, spec),
             element_bound(timings, spec), dependency_bound(timings, phase),
-            clique_bound(timings, spec)]
+            clique_bound(timings, spec, enough=enough)]
 
 
 def best_bound(bounds: list[Bound]) -> Bound:

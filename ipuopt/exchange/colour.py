@@ -28,12 +28,13 @@ from collections import defaultdict
 
 from ortools.sat.python import cp_model
 
+from ipuopt.backends import cpsat
 from ipuopt.backends.cpsat import new_solver
 from ipuopt.exchange.bounds import Conflicts, held_resources
 from ipuopt.exchange.greedy import greedy_schedule, horizon_of, topological_by
 from ipuopt.exchange.phase import Phase
 from ipuopt.exchange.timing import PAIRED, Timing
-from ipuopt.params import Progress, SolveParams
+from ipuopt.params import Progress, SolveParams, Stopped
 from ipuopt.result import Result, Status
 from ipuopt.spec import Spec
 
@@ -43,7 +44,7 @@ MAX_CELLS = 500_000  # transfers x rounds of one group's model: beyond, building
 
 def solve_colour(spec: Spec, timings: list[Timing], hint: tuple[dict[str, int], dict[str, str]],
                  lower: int, params: SolveParams, progress: Progress | None = None) -> Result:
-    limit = 60.0 if params.time_limit is None else params.time_limit
+    limit = params.budget()
     t0 = time.perf_counter()
     hinted = horizon_of(timings, *hint)
     phase = Phase(spec_ref=spec.name, transfers=[tm.transfer for tm in timings])
@@ -55,7 +56,11 @@ def solve_colour(spec: Spec, timings: list[Timing], hint: tuple[dict[str, int], 
             continue
         order = topological_by(timings, [colours[i] * n + i for i in range(n)])
         for aware in (False, True):
-            found = greedy_schedule(phase, spec, timings=timings, order=order, borrow_aware=aware)
+            try:
+                found = greedy_schedule(phase, spec, timings=timings, order=order, borrow_aware=aware,
+                                        check=params.stop.check)
+            except Stopped:
+                break
             h = horizon_of(timings, *found)
             if best is None or h < best[0]:
                 best = (h, found, max(colours, default=-1) + 1, paired)
@@ -178,7 +183,7 @@ def _colour_group(timings: list[Timing], group: list[int], params: SolveParams,
             for a in timings[i].transfer.after:
                 m.add(colour[local[a]] + slots[local[a]] <= colour[k])
         solver = new_solver(params.with_(options={}), left)
-        if solver.solve(m) in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        if cpsat.solve(m, solver) in (cp_model.OPTIMAL, cp_model.FEASIBLE):
             return [next(c for c, v in enumerate(x[k]) if solver.value(v)) for k in range(len(group))]
     return None
 

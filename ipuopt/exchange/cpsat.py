@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import time
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -20,7 +21,7 @@ from ipuopt.backends import cpsat
 from ipuopt.backends.cpsat import new_solver
 from ipuopt.errors import InputError
 from ipuopt.exchange.timing import ORDINARY, PAIRED, Timing
-from ipuopt.params import Progress, SolveParams
+from ipuopt.params import Progress, SolveParams, Stopped
 from ipuopt.result import Result, Status
 from ipuopt.spec import Spec
 
@@ -57,14 +58,17 @@ def _interval(model: cp_model.CpModel, start: Any, size: int, present: Any, name
 
 def build_model(spec: Spec, timings: list[Timing], upper: int,
                 lower: int = 0, fixed: dict[str, tuple[int, str]] | None = None,
-                window: dict[str, tuple[int, int]] | None = None) -> ExchangeModel:
+                window: dict[str, tuple[int, int]] | None = None,
+                check: Callable[[], None] | None = None) -> ExchangeModel:
     """The model with horizon in [lower, upper].
 
     For large-neighbourhood search: `fixed` pins some transfers (start, width),
     which become constants whose occupancies still block the others, and
     `window` bounds the start of a free transfer to [lo, hi] (dependencies on
     transfers left out of `timings` are expressed through these windows).
+    `check` is called every few hundred constraints and may raise to stop (Ctrl-C, deadline).
     """
+    check = check or (lambda: None)
     window = window or {}
     ex = spec.exchange
     fixed = fixed or {}
@@ -73,7 +77,9 @@ def build_model(spec: Spec, timings: list[Timing], upper: int,
     starts: dict[str, Any] = {}
     paired: dict[str, Any] = {}
     by_kind: dict[str, dict[tuple, list]] = {k: defaultdict(list) for k in ("tx", "rx", "rd", "wr")}
-    for tm in timings:
+    for n, tm in enumerate(timings):
+        if n % 256 == 0:
+            check()
         t = tm.transfer
         if t.id in fixed:
             s0, w0 = fixed[t.id]
@@ -101,12 +107,13 @@ def build_model(spec: Spec, timings: list[Timing], upper: int,
                 for tid, w, off, ln, pr in items]
 
     for kind in ("tx", "rx"):
+        check()
         for items in by_kind[kind].values():
             if len({i[0] for i in items}) > 1 and any(i[0] not in fixed for i in items):
                 m.add_no_overlap([iv for _, _, iv in make(items)])
-    _element_constraints(m, by_kind, ex.write_hazard, ex.tx_overhead, make, stats, fixed)
+    _element_constraints(m, by_kind, ex.write_hazard, ex.tx_overhead, make, stats, fixed, check)
     if ex.format_switch:
-        _format_constraints(m, by_kind["rx"], ex.format_switch, make, stats, fixed)
+        _format_constraints(m, by_kind["rx"], ex.format_switch, make, stats, fixed, check)
     by_id = {tm.transfer.id: tm for tm in timings}
     for tm in timings:
         for a in tm.transfer.after:
@@ -127,7 +134,7 @@ def completion(tm: Timing, starts: dict, paired: dict) -> Any:
 
 
 def _element_constraints(m: cp_model.CpModel, by_kind: dict, hazard: int, overhead: int,
-                         make: Any, stats: dict, fixed: dict) -> None:
+                         make: Any, stats: dict, fixed: dict, check: Callable[[], None]) -> None:
     """A read and a write of one element on one tile must not overlap.
 
     With write_hazard <= tx_overhead, one no-overlap per element over reads
@@ -137,6 +144,7 @@ def _element_constraints(m: cp_model.CpModel, by_kind: dict, hazard: int, overhe
     read/write pair gets its own two-interval no-overlap.
     """
     for key, writes in by_kind["wr"].items():
+        check()
         reads = by_kind["rd"].get(key)
         if not reads or all(i[0] in fixed for i in reads + writes):
             continue
@@ -154,11 +162,12 @@ def _element_constraints(m: cp_model.CpModel, by_kind: dict, hazard: int, overhe
 
 
 def _format_constraints(m: cp_model.CpModel, rx: dict, switch: int, make: Any,
-                        stats: dict, fixed: dict) -> None:
+                        stats: dict, fixed: dict, check: Callable[[], None]) -> None:
     """Receives of different formats on one tile are `switch` cycles apart: each
     ordinary/paired pair of receive intervals, both extended by `switch` at the end,
     must not overlap."""
     for items in rx.values():
+        check()
         ords = [i for i in items if i[1] == ORDINARY]
         pairs = [i for i in items if i[1] == PAIRED]
         if not ords or not pairs or all(i[0] in fixed for i in items):
@@ -197,12 +206,18 @@ def solve_cpsat(spec: Spec, timings: list[Timing], hint: tuple[dict[str, int], d
     options = dict(params.options)
     split = float(options.pop("prove_split", 0.5))
     params = params.with_(options=options)
-    limit = params.time_limit
+    limit = params.budget()
     if not 0 < split <= 1:
         raise InputError.one("", "params.prove_split", "must be in (0, 1]")
     upper = hint_horizon(timings, hint)
+    if limit < 0.05:
+        return Result(Status.FALLBACK, hint, upper, None, solver="cpsat", extras={"reason": "no time left"})
     t0 = time.perf_counter()
-    em = build_model(spec, timings, upper, lower)
+    try:
+        em = build_model(spec, timings, upper, lower, check=params.stop.check)
+    except Stopped:
+        return Result(Status.FALLBACK, hint, upper, None, time.perf_counter() - t0, "cpsat",
+                      {"reason": "stopped while building the model"})
     for tid, var in em.starts.items():
         em.model.add_hint(var, hint[0][tid])
         lit = em.paired[tid]
@@ -225,11 +240,11 @@ def solve_cpsat(spec: Spec, timings: list[Timing], hint: tuple[dict[str, int], d
         solution = _read(solver, em)
         status, bound = cpsat.STATUS[code], int(solver.best_objective_bound)
         incumbent = int(solver.value(em.horizon))
-    elif limit is None or split >= 1 or params.stop.is_set():
+    elif split >= 1 or params.stop.is_set():
         return done(Status.FALLBACK, hint, upper, None)
     else:
         solution, status, bound, incumbent = hint, Status.FALLBACK, lower, upper
-    if status != Status.OPTIMAL and limit is not None and split < 1:
+    if status != Status.OPTIMAL and split < 1:
         em.model.clear_objective()
         em.model.clear_hints()
         proved = 0
@@ -239,7 +254,7 @@ def solve_cpsat(spec: Spec, timings: list[Timing], hint: tuple[dict[str, int], d
                 break
             em.model.add(em.horizon <= incumbent - 1)
             decide = new_solver(params, remaining)
-            code = decide.solve(em.model)
+            code = cpsat.solve(em.model, decide)
             if code == cp_model.INFEASIBLE:
                 bound = incumbent
                 proved += 1

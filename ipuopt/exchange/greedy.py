@@ -8,11 +8,15 @@ every occupancy fits, filling gaps in lanes rather than only appending.
 from __future__ import annotations
 
 import heapq
+import time
 from bisect import bisect_right
 from collections import defaultdict
+from collections.abc import Callable
+from functools import partial
 
 from ipuopt.exchange.phase import Phase
 from ipuopt.exchange.timing import ORDINARY, PAIRED, Timing, phase_timings
+from ipuopt.params import Stop, Stopped
 from ipuopt.spec import Spec
 
 RULES = ("load", "longest", "input", "reverse", "time")
@@ -190,6 +194,7 @@ def greedy_schedule(phase: Phase, spec: Spec, rule: str = "load",
                     timings: list[Timing] | None = None, borrow_aware: bool = False,
                     order: list[int] | None = None, bias: list[float] | None = None,
                     paired_credit: float = 0.0, window: int = 1,
+                    check: Callable[[], None] | None = None,
                     ) -> tuple[dict[str, int], dict[str, str]]:
     """Starts and widths of a feasible schedule built by one priority rule (or placing the
     transfers in `order`, a topological order of indices into `timings`). The `time` rule
@@ -202,6 +207,7 @@ def greedy_schedule(phase: Phase, spec: Spec, rule: str = "load",
     A width is chosen by earliest completion; with `borrow_aware`, a paired send
     is charged the lane time it takes from a partner that still has sends of its
     own to place, so a short paired send does not delay the partner's work.
+    `check` is called every few hundred placements and may raise to stop (Ctrl-C, deadline).
     """
     timings = timings if timings is not None else phase_timings(phase, spec)
     pending: dict[int, int] = defaultdict(int)
@@ -234,6 +240,8 @@ def greedy_schedule(phase: Phase, spec: Spec, rule: str = "load",
         lanes.commit(tm, w, s)
         starts[tm.transfer.id], widths[tm.transfer.id] = s, w
         finish[tm.transfer.id] = s + tm.end_offset(w)
+        if check is not None and len(finish) % 256 == 0:
+            check()
 
     if rule == "time" and order is None:
         _by_start(timings, spec, place, commit, bias, window)
@@ -286,18 +294,29 @@ def horizon_of(timings: list[Timing], starts: dict[str, int], widths: dict[str, 
 
 
 def best_greedy(phase: Phase, spec: Spec, rules: tuple[str, ...] | None = None,
-                ) -> tuple[dict[str, int], dict[str, str], str]:
+                timings: list[Timing] | None = None, stop: Stop | None = None,
+                until: float | None = None) -> tuple[dict[str, int], dict[str, str], str]:
     """Run the priority rules (all on phases up to 5,000 transfers), each with both width
-    policies, and keep the best schedule."""
-    timings = phase_timings(phase, spec)
+    policies, and keep the best schedule. With `stop`, Ctrl-C ends any run (`Stopped` when
+    no schedule is complete yet) and the deadline, or `until` (time.monotonic()), ends the
+    search after the first schedule: there is always one to fall back on."""
+    timings = timings if timings is not None else phase_timings(phase, spec)
     if rules is None:
         rules = QUICK_RULES if len(timings) <= 5000 else ("load",)
     best = None
-    for rule in rules:
-        for aware in (False, True):
-            starts, widths = greedy_schedule(phase, spec, rule, timings, aware)
-            h = horizon_of(timings, starts, widths)
-            if best is None or h < best[0]:
-                best = (h, starts, widths, rule + ("+borrow-aware" if aware else ""))
+    for rule, aware in ((r, a) for r in rules for a in (False, True)):
+        if best is not None and stop is not None and (
+                stop.is_set() or (until is not None and time.monotonic() >= until)):
+            break
+        check = None if stop is None else partial(stop.check, deadline=best is not None)
+        try:
+            starts, widths = greedy_schedule(phase, spec, rule, timings, aware, check=check)
+        except Stopped:
+            if best is None:
+                raise
+            break
+        h = horizon_of(timings, starts, widths)
+        if best is None or h < best[0]:
+            best = (h, starts, widths, rule + ("+borrow-aware" if aware else ""))
     _, starts, widths, rule = best  # type: ignore[misc]
     return starts, widths, rule

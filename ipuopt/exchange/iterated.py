@@ -22,14 +22,14 @@ from ipuopt.errors import InputError
 from ipuopt.exchange.greedy import greedy_schedule, horizon_of, topological_by
 from ipuopt.exchange.phase import Phase
 from ipuopt.exchange.timing import Timing
-from ipuopt.params import Progress, SolveParams
+from ipuopt.params import Progress, SolveParams, Stopped
 from ipuopt.result import Result, Status
 from ipuopt.spec import Spec
 
 
 def solve_iterated(spec: Spec, timings: list[Timing], hint: tuple[dict[str, int], dict[str, str]],
                    lower: int, params: SolveParams, progress: Progress | None = None) -> Result:
-    limit = 60.0 if params.time_limit is None else params.time_limit
+    limit = params.budget()
     most = params.options.get("rounds")  # a fixed number of rounds: reproducible with a seed
     if most is not None and (not isinstance(most, int) or most < 0):
         raise InputError.one("", "params.rounds", f"must be a whole number >= 0, got {most!r}")
@@ -54,15 +54,21 @@ def solve_iterated(spec: Spec, timings: list[Timing], hint: tuple[dict[str, int]
             rank = {tid: r for r, tid in enumerate(sorted(ids, key=lambda x: starts[x]))}
             keys = [rank[tid] + 2 * rng.random() - (push * rng.random() if lt else 0)
                     for tid, lt in zip(ids, late, strict=True)]
-            new = greedy_schedule(phase, spec, timings=timings, order=topological_by(timings, keys),
-                                  borrow_aware=rng.random() < 0.5)
+            try:
+                new = greedy_schedule(phase, spec, timings=timings, order=topological_by(timings, keys),
+                                      borrow_aware=rng.random() < 0.5, check=params.stop.check)
+            except Stopped:
+                break
         else:  # the non-delay engine with the late ones first; no noise: its ties fall by
             # index, and the same choice in every alike group is what lets groups interleave
             push = rng.choice((0.01, 0.03, 0.1, 0.3)) * work
             began = time.perf_counter()
-            new = greedy_schedule(phase, spec, "time", timings, bias=[-push if lt else 0 for lt in late],
-                                  paired_credit=rng.choice((0.0, 0.25, 0.5, 1.0)),
-                                  window=rng.choice((1, 16, 64)))
+            try:
+                new = greedy_schedule(phase, spec, "time", timings, bias=[-push if lt else 0 for lt in late],
+                                      paired_credit=rng.choice((0.0, 0.25, 0.5, 1.0)),
+                                      window=rng.choice((1, 16, 64)), check=params.stop.check)
+            except Stopped:
+                break
             timed_cost = time.perf_counter() - began  # slower on wide multicasts: not past the limit
         found = (horizon_of(timings, *new), *new)
         stale += 1

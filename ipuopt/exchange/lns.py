@@ -22,6 +22,7 @@ from collections import defaultdict, deque
 
 from ortools.sat.python import cp_model
 
+from ipuopt.backends import cpsat
 from ipuopt.backends.cpsat import new_solver
 from ipuopt.errors import InputError
 from ipuopt.exchange.cpsat import build_model, completion
@@ -63,7 +64,7 @@ def _tile_block(anchor: str, by_id: dict[str, Timing], by_tile: dict[int, list[s
 def solve_lns(spec: Spec, timings: list[Timing], hint: tuple[dict[str, int], dict[str, str]],
               lower: int, params: SolveParams, progress: Progress | None = None) -> Result:
     options = dict(params.options)
-    limit = 60.0 if params.time_limit is None else params.time_limit
+    limit = params.budget()
     free_n = int(options.pop("free", 200))
     sub_limit = float(options.pop("sub_time_limit", 2.0))
     params = params.with_(options=options)
@@ -135,7 +136,7 @@ def solve_lns(spec: Spec, timings: list[Timing], hint: tuple[dict[str, int], dic
                 em.model.add_hint(em.paired[t], widths[t] == PAIRED)
         remaining = limit - (time.perf_counter() - t0)
         solver = new_solver(params, max(0.05, min(sub_limit, remaining)))
-        code = solver.solve(em.model)
+        code = cpsat.solve(em.model, solver)
         if code not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
             continue
         new_h = max(outside, int(solver.value(em.horizon)))

@@ -8,14 +8,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ipuopt.errors import InputError
+from ipuopt.errors import InputError, Problem
 from ipuopt.exchange.bounds import Bound, all_bounds, best_bound
 from ipuopt.exchange.greedy import best_greedy, horizon_of
 from ipuopt.exchange.phase import Phase
 from ipuopt.exchange.schedule import Schedule
 from ipuopt.exchange.timing import phase_timings
 from ipuopt.exchange.validate import validate
-from ipuopt.params import Progress, SolveParams, run_interruptible
+from ipuopt.params import DEFAULT_TIME_LIMIT, Interrupted, Progress, SolveParams, run_interruptible
 from ipuopt.result import Result, Status, gap
 from ipuopt.spec import Spec
 
@@ -29,6 +29,37 @@ EXACT = {"cpsat": ("ipuopt.exchange.cpsat", "solve_cpsat"),
          "colour": ("ipuopt.exchange.colour", "solve_colour"),
          "auto": ("ipuopt.exchange.auto", "solve_auto")}
 BACKENDS = ("greedy", *EXACT)
+# The options each method reads by name (`--param KEY=VALUE`), besides CP-SAT's own
+# parameters for the methods that run CP-SAT.
+OPTIONS = {"greedy": (), "cpsat": ("prove_split",), "milp": ("milp_solver", "solver", "msg"),
+           "lns": ("free", "sub_time_limit"), "iterated": ("rounds",), "colour": (),
+           "auto": ("rounds", "free", "sub_time_limit", "prove_split")}
+RUNS_CPSAT = ("cpsat", "lns", "colour", "auto")
+# Of a time limit, at most: the greedy's rules after the first (which always completes: it
+# is the answer of last resort), then the clique bound's search.
+GREEDY_SHARE, BOUND_SHARE = 0.15, 0.15
+# Seconds kept back from a time limit for validating and writing, per transfer (measured:
+# validation ~25 us a transfer, writing the JSON ~10 us).
+RESERVE_PER_TRANSFER = 5e-5
+
+
+def check_options(backend: str, options: dict[str, Any], field: str = "--param") -> None:
+    """Every option names something `backend` reads: refused before any work otherwise."""
+    problems = []
+    for key in options:
+        if key in OPTIONS[backend]:
+            continue
+        if backend in RUNS_CPSAT:
+            from ipuopt.backends.cpsat import is_parameter
+
+            if is_parameter(key):
+                continue
+        own = ", ".join(OPTIONS[backend]) or "none"
+        why = (f"not a CP-SAT parameter, nor one of {backend}'s own ({own})" if backend in RUNS_CPSAT
+               else f"not a parameter of {backend} (its own: {own})")
+        problems.append(Problem("", f"{field} {key}", why))
+    if problems:
+        raise InputError(problems)
 
 
 def exact_solver(name: str) -> Callable[..., Result]:
@@ -67,28 +98,59 @@ def solve(phase: Phase, spec: Spec, backend: str = "greedy",
           progress: Progress | None = None) -> ExchangeResult:
     """Schedule `phase` on `spec` with `backend`; every returned schedule passes the validator.
 
-    Ctrl-C during an exact solve stops it and returns its best schedule so far (status
-    `feasible`, or `fallback` with the greedy's), marked `interrupted`."""
+    Every method but the plain greedy has a wall-clock time limit (`DEFAULT_TIME_LIMIT` when
+    none is given) for all of it: bounds, greedy, search, validation. Ctrl-C at any stage
+    stops it and returns the best schedule so far (status `feasible`, or `fallback` with the
+    greedy's), marked `interrupted`; before the greedy's first schedule there is none, and
+    `Interrupted` is raised."""
     if backend not in BACKENDS:
         raise InputError.one("", "solver", f"unknown solver {backend!r} (one of {', '.join(BACKENDS)})")
     params = SolveParams.of(params)
     t0 = time.perf_counter()
-    timings = phase_timings(phase, spec)
-    bounds = all_bounds(phase, spec, timings)
-    ours = best_bound(bounds).value
-    starts, widths, rule = best_greedy(phase, spec)
-    greedy_h = horizon_of(timings, starts, widths)
-    greedy = Result(Status.FEASIBLE, (starts, widths), greedy_h, ours, solver=f"greedy/{rule}")
-    extra: dict[str, Any] = {"greedy_horizon": greedy_h, "greedy_rule": rule}
-    result = greedy
+    timed = backend != "greedy" or params.time_limit is not None
+    if timed:
+        params.start_clock()
+    inner = params.sooner(0.05 + RESERVE_PER_TRANSFER * len(phase.transfers))
+    limit, m0 = inner.budget() if timed else None, time.monotonic()
+    kept: dict[str, Any] = {}  # what is known so far, kept when the rest is cut short
+
+    def work() -> Result:
+        kept["timings"] = timings = phase_timings(phase, spec)
+        until = None if limit is None else m0 + GREEDY_SHARE * limit
+        starts, widths, rule = best_greedy(phase, spec, timings=timings, stop=inner.stop, until=until)
+        kept["greedy"] = greedy = Result(Status.FEASIBLE, (starts, widths),
+                                         horizon_of(timings, starts, widths), solver=f"greedy/{rule}")
+
+        def enough() -> bool:
+            return inner.stop.is_set() or (limit is not None
+                                           and time.monotonic() > m0 + (GREEDY_SHARE + BOUND_SHARE) * limit)
+
+        kept["bounds"] = all_bounds(phase, spec, timings, enough)
+        greedy.bound = ours = best_bound(kept["bounds"]).value
+        if backend == "greedy" or params.stop.interrupted:
+            return greedy
+        return exact_solver(backend)(spec, timings, (starts, widths), ours, inner, progress)
+
+    found, interrupted = run_interruptible(work, params.stop)
+    if "greedy" not in kept:
+        raise Interrupted("nothing found before the interrupt")
+    if "bounds" not in kept:  # interrupted in the bounds, which did not end within the grace
+        kept["bounds"] = all_bounds(phase, spec, kept["timings"], lambda: True)
+        kept["greedy"].bound = best_bound(kept["bounds"]).value
+    greedy = kept["greedy"]
+    timings, bounds, ours = kept["timings"], kept["bounds"], greedy.bound
+    extra: dict[str, Any] = {"greedy_horizon": greedy.value, "greedy_rule": greedy.solver.split("/", 1)[1]}
+    if limit is not None:
+        extra["time_limit_s"] = DEFAULT_TIME_LIMIT if params.time_limit is None else params.time_limit
+    result = found if found is not None else greedy
     if backend != "greedy":
-        run = exact_solver(backend)
-        found, interrupted = run_interruptible(
-            lambda: run(spec, timings, (starts, widths), ours, params, progress), params.stop)
-        result = found or Result(Status.FALLBACK, greedy.solution, greedy_h, None, solver=backend)
+        if found is None or found is greedy:
+            result = Result(Status.FALLBACK, greedy.solution, greedy.value, None, solver=backend)
         extra.update(result.extras)
-        if interrupted:
-            extra["interrupted"] = True
+    if interrupted:
+        extra["interrupted"] = True
+    if params.reproducible and inner.stop.wall_cut:
+        extra["not_reproducible"] = "the wall-clock limit ended a search before its deterministic time limit"
     status = result.status
     # the schedule's author: the greedy's when the exact solver fell back to its hint
     extra["produced_by"] = greedy.solver if status == Status.FALLBACK else result.solver

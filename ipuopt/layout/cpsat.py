@@ -47,7 +47,7 @@ def solve_layout_cpsat(problem: LayoutProblem, st: Structure, params: SolveParam
         m.add(sum(x[op][i] for op, i in plan.items()) <= len(plan) - 1)
     m.minimize(sum(objective))
     solver = cpsat.new_solver(params)
-    code = solver.solve(m)
+    code = cpsat.solve(m, solver)
     runtime = time.perf_counter() - t0
     if code not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         status = Status.INFEASIBLE if code == cp_model.INFEASIBLE else Status.UNKNOWN

@@ -27,6 +27,7 @@ class ProgramRun:
     boundaries: list[dict[str, Any]] = field(default_factory=list)
     final_compute: int = 0
     total: int = 0
+    interrupted: bool = False  # Ctrl-C: the boundaries up to the one it stopped
 
     def to_dict(self) -> dict[str, Any]:
         exchange = sum(b["horizon"] for b in self.boundaries)
@@ -36,14 +37,21 @@ class ProgramRun:
                 "layouts": self.layouts, "total_cycles": self.total,
                 "exchange_cycles": exchange, "sync_cycles": sync,
                 "compute_cycles": self.total - exchange - sync, "arrival_spread_cycles": waiting,
-                "final_compute": self.final_compute, "boundaries": self.boundaries}
+                "final_compute": self.final_compute, "boundaries": self.boundaries,
+                **({"interrupted": True} if self.interrupted else {})}
 
 
 def run_program(gen: Generation, solver: str = "greedy", params: SolveParams | dict | None = None,
                 progress: Progress | None = None) -> ProgramRun:
     """Replay the generated program: per boundary, the compute that led to it (slowest and
-    fastest tile), the barrier metrics and the scheduled exchange."""
+    fastest tile), the barrier metrics and the scheduled exchange. A time limit is for the
+    whole program: each phase gets the time left in proportion to its transfers. Ctrl-C ends
+    the run at the phase it interrupts (`interrupted`)."""
     spec = gen.spec
+    params = SolveParams.of(params)
+    if solver != "greedy" or params.time_limit is not None:
+        params.start_clock()
+    weights = [len(gp.phase.transfers) + 1 for gp in gen.phases]
     run = ProgramRun(gen.workload.name, spec.name, solver,
                      {op: c.layout.label for op, c in gen.layouts.items()})
     now = 0  # when the previous exchange ended: every tile starts computing then
@@ -60,7 +68,9 @@ def run_program(gen: Generation, solver: str = "greedy", params: SolveParams | d
         gp = gen.phases[index]
         if progress:
             progress({"task": f"run {index + 1}/{len(gen.phases)}: {gp.phase.name}"})
-        res = solve(gp.phase, spec, solver, params)
+        left = params.stop.left()
+        share = None if left is None else left * weights[index] / sum(weights[index:])
+        res = solve(gp.phase, spec, solver, params if share is None else params.with_(time_limit=share))
         sim = simulate(gp.phase, spec, res.schedule,
                        {t: now + work.get(t, 0) for t in range(spec.tiles)})
         doc = sim.to_dict()
@@ -72,4 +82,7 @@ def run_program(gen: Generation, solver: str = "greedy", params: SolveParams | d
                                    "exchange_start", "horizon", "end", "after_last_arrival")},
             "status": res.schedule.status, "lower_bound": res.schedule.lower_bound})
         now = doc["end"]
+        if res.interrupted:
+            run.interrupted, run.total = True, now
+            break
     return run
