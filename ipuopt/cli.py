@@ -18,10 +18,10 @@ import typer
 import yaml
 
 from ipuopt import __version__
-from ipuopt.errors import InputError
+from ipuopt.errors import InputError, Problem
 from ipuopt.exchange.bounds import all_bounds, best_bound
 from ipuopt.exchange.phase import load_phase
-from ipuopt.exchange.schedule import load_schedule
+from ipuopt.exchange.schedule import Schedule, load_schedule, schedule_for
 from ipuopt.exchange.solve import BACKENDS, ExchangeResult, check_options, solve
 from ipuopt.exchange.validate import validate
 from ipuopt.io import FORMATS, check_output, parse_int, read_document, write_atomic, write_document
@@ -307,12 +307,25 @@ def bounds_cmd(phase: Annotated[Path, typer.Argument(help="Phase file or bundled
 
 
 @app.command("validate")
-def validate_cmd(phase: Annotated[Path, typer.Argument(help="Phase file or bundled example name.")],
-                 schedule: Annotated[Path, typer.Argument(help="Schedule JSON.")], spec: SpecOpt = None,
+def validate_cmd(phase: Annotated[Path, typer.Argument(help="Phase (file or bundled name), or an arena "
+                                                            "(file, bundled name, or allocator CSV).")],
+                 schedule: Annotated[Path, typer.Argument(help="Its schedule, or the arena's placement "
+                                                               "(ipuopt place --out; CSV with an offset "
+                                                               "column for a CSV arena).")],
+                 spec: SpecOpt = None,
+                 capacity: Annotated[int | None, typer.Option(help="Bytes available (a CSV arena).")] = None,
                  json_out: JsonOpt = False) -> None:
-    """Check a schedule against every rule; exit 1 and list the violations when it fails."""
-    ph, sp = load_phase(phase, spec)
-    report = validate(ph, sp, load_schedule(schedule))
+    """Check a schedule, or a placement, against every rule; exit 1 and list the violations
+    (rule, transfers or buffers, tile, cycles or bytes) when it fails."""
+    is_csv = schedule.suffix.lower() == ".csv"
+    doc = None if is_csv else read_document(schedule)
+    if is_csv or (isinstance(doc, dict) and "offsets" in doc):
+        _validate_placement(phase, schedule, capacity, json_out)
+        return
+    if capacity is not None:
+        raise InputError.one("", "--capacity", "is for a CSV arena's placement, not a schedule")
+    ph, sp, sched = _with_schedule(phase, schedule, spec)
+    report = validate(ph, sp, sched)
     if json_out:
         print(json.dumps({"ok": report.ok, "horizon": report.horizon,
                           "violations": [v.to_dict() for v in report.violations]}, indent=1))
@@ -324,6 +337,38 @@ def validate_cmd(phase: Annotated[Path, typer.Argument(help="Phase file or bundl
         print(f"{len(report.violations)} violations; recomputed horizon {report.horizon}")
     if not report.ok:
         raise typer.Exit(1)
+
+
+def _validate_placement(arena: Path, placement: Path, capacity: int | None, json_out: bool) -> None:
+    from ipuopt.arena.problem import load_arena, load_csv, load_offsets
+    from ipuopt.arena.validate import validate_placement
+
+    if arena.suffix.lower() == ".csv":
+        if capacity is None or capacity <= 0:
+            raise InputError.one(str(arena), "--capacity", "required for a CSV arena, in bytes > 0")
+        problem = load_csv(arena, capacity)
+    else:
+        problem = load_arena(arena)
+    report = validate_placement(problem, load_offsets(placement, problem))
+    if json_out:
+        print(json.dumps({"ok": report.ok, "peak": report.peak, "conflicts": report.conflicts,
+                          "violations": [{"rule": v.rule, "buffers": list(v.buffers), "detail": v.detail}
+                                         for v in report.violations]}, indent=1))
+    elif report.ok:
+        print(f"ok: {len(problem.buffers)} buffers, peak {report.peak} of {problem.capacity} bytes, "
+              f"conflict weight {report.conflicts}")
+    else:
+        for v in report.violations:
+            print(v)
+        print(f"{len(report.violations)} violations; peak {report.peak} of {problem.capacity} bytes")
+    if not report.ok:
+        raise typer.Exit(1)
+
+
+def _with_schedule(phase: Path, schedule: Path, spec: str | None) -> tuple[Any, Any, Schedule]:
+    """A phase, its spec and a schedule made for it (one made for another phase says so)."""
+    ph, sp = load_phase(phase, spec)
+    return ph, sp, schedule_for(load_schedule(schedule), ph, str(schedule))
 
 
 def _print_chain(chain: list[dict[str, Any]]) -> None:
@@ -342,15 +387,18 @@ def _load_arrivals(path: Path | None, tiles: int) -> dict[int, int]:
     doc = read_document(path)
     if not isinstance(doc, dict):
         raise InputError.one(str(path), "", "must map tile ids (strings) to arrival cycles")
-    out = {}
+    out, problems = {}, []
     for key, value in doc.items():
-        tile = parse_int(key)
+        tile, cycle = parse_int(key), parse_int(value)
         if tile is None or not 0 <= tile < tiles:
-            raise InputError.one(str(path), str(key), f"not a tile id (0..{tiles - 1})")
-        if parse_int(value) is None or parse_int(value) < 0:  # type: ignore[operator]
-            raise InputError.one(str(path), str(key), f"arrival must be an integer cycle >= 0, got {value!r}")
-        out[tile] = parse_int(value)
-    return out  # type: ignore[return-value]
+            problems.append(Problem(str(path), str(key), f"not a tile id (0..{tiles - 1})"))
+        if cycle is None or cycle < 0:
+            problems.append(Problem(str(path), str(key), f"arrival must be a cycle >= 0, got {value!r}"))
+        elif tile is not None:
+            out[tile] = cycle
+    if problems:
+        raise InputError(problems)
+    return out
 
 
 @app.command("simulate")
@@ -366,8 +414,8 @@ def simulate_cmd(
     the first rule it breaks."""
     from ipuopt.exchange.simulate import simulate
 
-    ph, sp = load_phase(phase, spec)
-    sim = simulate(ph, sp, load_schedule(schedule), _load_arrivals(arrivals, sp.tiles))
+    ph, sp, sched = _with_schedule(phase, schedule, spec)
+    sim = simulate(ph, sp, sched, _load_arrivals(arrivals, sp.tiles))
     doc = sim.to_dict()
     if json_out:
         print(json.dumps(doc, indent=1))
@@ -743,8 +791,7 @@ def render_cmd(
             raise InputError.one(str(program), "boundaries", "not a run file (ipuopt run --out)")
         view = program_view(doc)
     else:
-        ph, sp = load_phase(phase, spec)  # type: ignore[arg-type]
-        sched = load_schedule(schedule)  # type: ignore[arg-type]
+        ph, sp, sched = _with_schedule(phase, schedule, spec)  # type: ignore[arg-type]
         report = validate(ph, sp, sched)
         if not report.ok:
             raise InputError.one(str(schedule), "", f"breaks the rules ({report.violations[0]}); "
@@ -764,7 +811,7 @@ def render_arena_cmd(
     out: Annotated[Path, typer.Option(help="F.html (interactive page) or F.png.")] = Path("arena.html"),
 ) -> None:
     """A placement as boxes of address against program step; conflicts marked."""
-    from ipuopt.arena.problem import load_arena, load_csv
+    from ipuopt.arena.problem import load_arena, load_csv, load_offsets
     from ipuopt.render.save import save
     from ipuopt.render.views import arena_boxes
 
@@ -776,20 +823,17 @@ def render_arena_cmd(
         if capacity is None or capacity <= 0:
             raise InputError.one(str(csv_in), "--capacity", "required with --csv, in bytes > 0")
         problem = load_csv(csv_in, capacity)
-        with csv_in.open(newline="") as handle:
-            rows = list(csv.DictReader(handle))
-        offsets = {r.get("id", r.get("buffer", "")): parse_int(r.get("offset")) for r in rows}
+        offsets = load_offsets(csv_in, problem)
     else:
         problem = load_arena(arena)  # type: ignore[arg-type]
-        doc = read_document(placement)  # type: ignore[arg-type]
-        offsets = doc.get("offsets") if isinstance(doc, dict) else None  # type: ignore[assignment]
+        offsets = load_offsets(placement, problem)  # type: ignore[arg-type]
     source = str(csv_in or placement)
-    if not isinstance(offsets, dict) or any(not isinstance(offsets.get(b.id), int) for b in problem.buffers):
-        raise InputError.one(source, "offsets", "needs an integer offset for every buffer of the arena")
     from ipuopt.arena.validate import validate_placement
 
-    if not validate_placement(problem, offsets).ok:  # type: ignore[arg-type]
-        raise InputError.one(source, "offsets", "the placement breaks the arena's rules")
+    report = validate_placement(problem, offsets)
+    if not report.ok:
+        raise InputError.one(source, "offsets", f"breaks the arena's rules ({report.violations[0]}); "
+                                                "ipuopt validate lists every violation")
     data = arena_boxes(problem, offsets)  # type: ignore[arg-type]
     save(out, data)
     print(f"wrote {out}: {len(data['boxes'])} buffers, {len(data['conflicts'])} paying conflicts")

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import csv
 import io
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ipuopt.data_files import bundled_hint, resolve
 from ipuopt.errors import InputError, Problem, unknown_keys
-from ipuopt.io import parse_int, read_document
+from ipuopt.io import note_input, parse_int, read_document
 from ipuopt.limits import MAX_BYTES, MAX_STEPS, too_big
 from ipuopt.spec import Spec, load_spec
 
@@ -98,36 +99,48 @@ def arena_from_dict(doc: Any, file: str = "", relative_to: Path | None = None) -
     if not isinstance(doc, dict):
         raise InputError.one(file, "", "an arena must be a mapping with spec, region, buffers")
     problems = unknown_keys(doc, _ARENA_KEYS, file)
-    spec: Spec = load_spec(str(doc.get("spec", "")), relative_to, file) if doc.get("spec") else None  # type: ignore[assignment]
-    if spec is None:
-        raise InputError.one(file, "spec", "missing: name a spec")
-    regions = {r.name: r for r in spec.regions}
-    region = regions.get(str(doc.get("region")))
-    if region is None:
-        raise InputError.one(file, "region", f"unknown region {doc.get('region')!r} "
-                                             f"(spec {spec.name} has {', '.join(regions)})")
-    capacity = parse_int(doc.get("capacity", region.size))
-    if capacity is None or capacity <= 0 or capacity > region.size:
-        problems.append(Problem(file, "capacity", f"must be in 1..{region.size} (region size)"))
-        capacity = region.size
-    buffers: list[Buffer] = []
+    spec: Spec | None = None
+    if not doc.get("spec"):
+        problems.append(Problem(file, "spec", "missing: name a spec"))
+    else:
+        try:
+            spec = load_spec(str(doc["spec"]), relative_to, file)
+        except InputError as exc:
+            problems += exc.problems
+    region = None
+    if spec is not None:
+        regions = {r.name: r for r in spec.regions}
+        region = regions.get(str(doc.get("region")))
+        if region is None:
+            problems.append(Problem(file, "region", f"unknown region {doc.get('region')!r} "
+                                                    f"(spec {spec.name} has {', '.join(regions)})"))
+    size = region.size if region is not None else MAX_BYTES  # without one, the buffers are still checked
+    capacity = parse_int(doc.get("capacity", size))
+    if capacity is None or capacity <= 0 or capacity > size:
+        problems.append(Problem(file, "capacity", f"must be in 1..{size} (region size)"))
+        capacity = size
+    lists = {}
     for key in ("buffers", "conflicts"):
-        if not isinstance(doc.get(key) or [], list):
-            raise InputError([*problems, Problem(file, key, "must be a list")])
-    for i, raw in enumerate(doc.get("buffers") or []):
+        lists[key] = doc.get(key) or []
+        if not isinstance(lists[key], list):
+            problems.append(Problem(file, key, "must be a list"))
+            lists[key] = []
+    buffers: list[Buffer] = []
+    for i, raw in enumerate(lists["buffers"]):
         b = _buffer(raw, i, file, problems)
         if b:
             buffers.append(b)
     conflicts = []
-    for i, c in enumerate(doc.get("conflicts") or []):
+    for i, c in enumerate(lists["conflicts"]):
         w = parse_int(c.get("weight")) if isinstance(c, dict) else None
         if not isinstance(c, dict) or w is None or w < 0:
             problems.append(Problem(file, f"conflicts[{i}]", "needs a, b and a weight >= 0"))
             continue
         conflicts.append(Conflict(str(c.get("a")), str(c.get("b")), w))
-    arena = Arena(buffers, capacity, region.element_bytes, conflicts, spec.name, region.name,
-                  str(doc.get("name") or ""), file)
-    problems += check_arena(arena)
+    arena = Arena(buffers, capacity, region.element_bytes if region else capacity, conflicts,
+                  spec.name if spec else "", region.name if region else "", str(doc.get("name") or ""), file)
+    raw_ids = [str(r["id"]) for r in lists["buffers"] if isinstance(r, dict) and "id" in r]
+    problems += check_arena(arena, raw_ids)
     if problems:
         raise InputError(problems)
     return arena
@@ -168,17 +181,17 @@ def _buffer(raw: Any, i: int, file: str, problems: list[Problem]) -> Buffer | No
                   tuple(str(x) for x in distinct))
 
 
-def check_arena(arena: Arena) -> list[Problem]:
-    """Cross-buffer checks: duplicate ids, unknown references, fixed offsets that break rules."""
+def check_arena(arena: Arena, all_ids: list[str] | None = None) -> list[Problem]:
+    """Cross-buffer checks: duplicate ids (among `all_ids`, the malformed buffers' too),
+    unknown references, fixed offsets that break rules."""
     file = arena.source
-    problems: list[Problem] = []
-    seen: set[str] = set()
-    ids = {b.id for b in arena.buffers}
+    all_ids = all_ids if all_ids is not None else [b.id for b in arena.buffers]
+    counts = Counter(all_ids)
+    problems = [Problem(file, f"buffer {d}.id", f"duplicate id ({n} buffers)")
+                for d, n in sorted(counts.items()) if n > 1]
+    ids = set(all_ids)
     for b in arena.buffers:
         w = f"buffer {b.id}"
-        if b.id in seen:
-            problems.append(Problem(file, f"{w}.id", "duplicate id"))
-        seen.add(b.id)
         if b.alias_of is not None:
             if b.alias_of not in ids:
                 problems.append(Problem(file, f"{w}.alias_of", f"unknown buffer {b.alias_of!r}"))
@@ -226,9 +239,9 @@ def load_csv(path: str | Path, capacity: int, element_bytes: int | None = None) 
     if capacity <= 0 or capacity > MAX_BYTES:
         raise InputError.one(str(p), "--capacity", f"must be in 1..{MAX_BYTES}")
     problems: list[Problem] = []
-    buffers = []
+    buffers, raw_ids = [], []
     try:
-        text = p.read_text()
+        text = note_input(p).read_text()
     except UnicodeDecodeError:
         raise InputError.one(str(p), "", "not UTF-8 text (a binary file?)") from None
     with io.StringIO(text, newline="") as handle:
@@ -239,6 +252,7 @@ def load_csv(path: str | Path, capacity: int, element_bytes: int | None = None) 
             raise InputError.one(str(p), "header", f"missing columns: {', '.join(sorted(missing))}")
         reader.fieldnames = header
         for n, row in enumerate(reader, start=2):
+            raw_ids.append(str(row.get("id")))
             vals = {k: parse_int(row.get(k)) for k in ("lower", "upper", "size")}
             bad = [k for k, v in vals.items() if v is None]
             if bad or vals["size"] <= 0 or not 0 <= vals["lower"] < vals["upper"] <= MAX_STEPS:  # type: ignore[operator]
@@ -247,7 +261,48 @@ def load_csv(path: str | Path, capacity: int, element_bytes: int | None = None) 
                 continue
             buffers.append(Buffer(str(row["id"]), vals["size"], vals["lower"], vals["upper"]))  # type: ignore[arg-type]
     arena = Arena(buffers, capacity, element_bytes or capacity, [], "", "", p.stem, str(p))
-    problems += check_arena(arena)
+    problems += check_arena(arena, raw_ids)
     if problems:
         raise InputError(problems)
     return arena
+
+
+def load_offsets(path: str | Path, arena: Arena) -> dict[str, int]:
+    """A placement of `arena`: `ipuopt place --out` JSON/YAML (`offsets`), or an allocator CSV
+    with an `offset` column. Every buffer without an integer offset, every id the arena does
+    not have, and a placement made for another arena are reported at once."""
+    p = Path(path)
+    file = str(p)
+    if p.suffix.lower() == ".csv":
+        if not p.is_file():
+            raise InputError.one(file, "", "file not found")
+        with io.StringIO(note_input(p).read_text(), newline="") as handle:
+            rows = list(csv.DictReader(handle))
+        raw: Any = {str(r.get("id", r.get("buffer", ""))): r.get("offset") for r in rows}
+    else:
+        doc = read_document(p)
+        if not isinstance(doc, dict) or not isinstance(doc.get("offsets"), dict):
+            raise InputError.one(file, "offsets", "a placement needs a mapping buffer id -> offset")
+        named = doc.get("arena")
+        if named and arena.name and named != arena.name:
+            raise InputError.one(file, "arena", f"a placement for arena {named!r}, not {arena.name!r}")
+        raw = doc["offsets"]
+    offsets: dict[str, int] = {}
+    problems = []
+    for bid, value in raw.items():
+        if bid not in arena.index:
+            problems.append(Problem(file, f"offsets.{bid}", f"no buffer {bid!r} in the arena"))
+        elif (n := parse_int(value)) is None:
+            problems.append(Problem(file, f"offsets.{bid}", f"not an integer offset: {value!r}"))
+        else:
+            offsets[str(bid)] = n
+    if len(problems) == len(raw) and raw:
+        raise InputError.one(file, "offsets", f"none of its {len(raw)} buffers is in arena "
+                                              f"{arena.name or arena.source!r}")
+    missing = [b.id for b in arena.buffers if str(b.id) not in raw]
+    if missing:
+        more = f" and {len(missing) - 10} more" if len(missing) > 10 else ""
+        problems.append(Problem(file, "offsets", f"no offset for {', '.join(missing[:10])}{more}"))
+    if problems:
+        raise InputError(problems)
+    return offsets

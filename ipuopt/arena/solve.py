@@ -41,7 +41,7 @@ class Placement:
 
     def to_dict(self) -> dict[str, Any]:
         a = self.arena
-        return {"spec": a.spec_name, "region": a.region, "solver": self.solver,
+        return {"arena": a.name, "spec": a.spec_name, "region": a.region, "solver": self.solver,
                 "status": self.status, "objective": self.objective, "value": self.value,
                 "peak": self.peak, "lower_bound": self.lower_bound,
                 "runtime_s": round(self.runtime, 3), **({"reason": self.reason} if self.reason else {}),

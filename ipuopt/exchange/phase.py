@@ -147,53 +147,29 @@ def paired_possible(t: Transfer, spec: Spec) -> bool:
     return all(a is None or a % align == 0 for a in (t.src_addr, t.dst_addr))
 
 
-def check_phase(phase: Phase, spec: Spec) -> list[Problem]:
-    """Every problem of the phase against the spec, each naming the transfer and field."""
+def check_phase(phase: Phase, spec: Spec | None) -> list[Problem]:
+    """Every problem of the phase against the spec, each naming the transfer and field (with
+    no spec, the ones that need none)."""
     file = phase.source
     problems: list[Problem] = []
     seen: dict[str, int] = {}
-    nbytes = spec.exchange.word_bytes
     for t in phase.transfers:
         w = f"transfer {t.id}"
         if t.id in seen:
             problems.append(Problem(file, f"{w}.id", "duplicate id"))
         seen[t.id] = 1
-        if not 0 <= t.src < spec.tiles:
-            problems.append(Problem(file, f"{w}.src", f"unknown tile {t.src} (spec {spec.name} "
-                                                      f"has tiles 0..{spec.tiles - 1})"))
-        for d in t.dst:
-            if not 0 <= d < spec.tiles:
-                problems.append(Problem(file, f"{w}.dst", f"unknown tile {d} (spec {spec.name} "
-                                                          f"has tiles 0..{spec.tiles - 1})"))
         if t.src in t.dst:
             problems.append(Problem(file, f"{w}.dst", f"source tile {t.src} is among the destinations"))
         if len(set(t.dst)) != len(t.dst):
             rep = sorted({d for d in t.dst if t.dst.count(d) > 1})
             problems.append(Problem(file, f"{w}.dst", f"repeated destination {rep}"))
-        if len(t.dst) > spec.exchange.max_fanout:
-            problems.append(Problem(file, f"{w}.dst", f"fanout {len(t.dst)} above max_fanout "
-                                                      f"{spec.exchange.max_fanout} of {spec.name}"))
-        if t.words * nbytes > spec.memory_size:
-            problems.append(Problem(file, f"{w}.words", f"{t.words} words ({t.words * nbytes} bytes) do not "
-                                                        f"fit in a tile's memory ({spec.memory_size} bytes)"))
-            continue
-        for key, addr in (("src_addr", t.src_addr), ("dst_addr", t.dst_addr)):
-            if addr is None:
-                continue
-            end = addr + t.words * nbytes
-            if addr < spec.memory_base or end > spec.memory_end:
-                problems.append(Problem(file, f"{w}.{key}",
-                                        f"[{addr:#x}, {end:#x}) outside tile memory "
-                                        f"[{spec.memory_base:#x}, {spec.memory_end:#x})"))
-        if t.paired == "required" and not paired_possible(t, spec):
-            why = ("tile has no pair partner" if spec.partner(t.src) is None
-                   else f"addresses not multiples of {spec.exchange.paired_alignment}")
-            problems.append(Problem(file, f"{w}.paired", f"required but cannot be paired: {why}"))
         for a in t.after:
             if a not in phase.index and a not in phase.malformed_ids:
                 problems.append(Problem(file, f"{w}.after", f"unknown transfer id {a!r}"))
             elif a == t.id:
                 problems.append(Problem(file, f"{w}.after", "a transfer cannot follow itself"))
+        if spec is not None:
+            problems += _against_spec(t, spec, file)
     graph = nx.DiGraph()
     graph.add_edges_from((a, t.id) for t in phase.transfers for a in t.after
                          if a in phase.index and a != t.id)
@@ -204,15 +180,51 @@ def check_phase(phase: Phase, spec: Spec) -> list[Problem]:
     return problems
 
 
+def _against_spec(t: Transfer, spec: Spec, file: str) -> list[Problem]:
+    """The problems of one transfer that its spec decides: tiles, fanout, memory, pairing."""
+    problems: list[Problem] = []
+    w = f"transfer {t.id}"
+    nbytes = spec.exchange.word_bytes
+    if not 0 <= t.src < spec.tiles:
+        problems.append(Problem(file, f"{w}.src", f"unknown tile {t.src} (spec {spec.name} "
+                                                  f"has tiles 0..{spec.tiles - 1})"))
+    for d in t.dst:
+        if not 0 <= d < spec.tiles:
+            problems.append(Problem(file, f"{w}.dst", f"unknown tile {d} (spec {spec.name} "
+                                                      f"has tiles 0..{spec.tiles - 1})"))
+    if len(t.dst) > spec.exchange.max_fanout:
+        problems.append(Problem(file, f"{w}.dst", f"fanout {len(t.dst)} above max_fanout "
+                                                  f"{spec.exchange.max_fanout} of {spec.name}"))
+    if t.words * nbytes > spec.memory_size:
+        problems.append(Problem(file, f"{w}.words", f"{t.words} words ({t.words * nbytes} bytes) do not "
+                                                    f"fit in a tile's memory ({spec.memory_size} bytes)"))
+    for key, addr in (("src_addr", t.src_addr), ("dst_addr", t.dst_addr)):
+        if addr is None or t.words * nbytes > spec.memory_size:  # said once, above
+            continue
+        end = addr + t.words * nbytes
+        if addr < spec.memory_base or end > spec.memory_end:
+            problems.append(Problem(file, f"{w}.{key}",
+                                    f"[{addr:#x}, {end:#x}) outside tile memory "
+                                    f"[{spec.memory_base:#x}, {spec.memory_end:#x})"))
+    if t.paired == "required" and not paired_possible(t, spec):
+        why = ("tile has no pair partner" if spec.partner(t.src) is None
+               else f"addresses not multiples of {spec.exchange.paired_alignment}")
+        problems.append(Problem(file, f"{w}.paired", f"required but cannot be paired: {why}"))
+    return problems
+
+
 def load_phase(path: str | Path, spec_override: str | None = None) -> tuple[Phase, Spec]:
     """Load a phase and its spec (`spec_override` replaces the phase's), all problems at once."""
     p = resolve(path, "models/examples")
     hint = bundled_hint("models/examples", "examples")
     phase, problems = _parse(read_document(p, hint), str(p))
-    if not phase.spec_ref and not spec_override:
-        raise InputError(problems)
-    spec = (load_spec(spec_override, field="--spec") if spec_override
-            else load_spec(phase.spec_ref, relative_to=p.parent, referrer=str(p)))
+    spec = None
+    if phase.spec_ref or spec_override:
+        try:
+            spec = (load_spec(spec_override, field="--spec") if spec_override
+                    else load_spec(phase.spec_ref, relative_to=p.parent, referrer=str(p)))
+        except InputError as exc:
+            problems += exc.problems
     problems += check_phase(phase, spec)
     if problems:
         raise InputError(problems)

@@ -76,5 +76,16 @@ def schedule_from_dict(doc: Any, file: str = "") -> Schedule:
                     lower_bound=doc.get("lower_bound"))
 
 
+def schedule_for(schedule: Schedule, phase: Any, file: str = "") -> Schedule:
+    """`schedule`, checked to be made for `phase`: one made for another is reported as that,
+    in one line, not as every transfer unknown and missing."""
+    if schedule.phase and phase.name and schedule.phase != phase.name:
+        raise InputError.one(file, "phase", f"a schedule for phase {schedule.phase!r}, not {phase.name!r}")
+    if phase.transfers and schedule.starts and not any(t.id in schedule.starts for t in phase.transfers):
+        raise InputError.one(file, "transfers", f"none of its {len(schedule.starts)} transfers is in phase "
+                                                f"{phase.name or phase.source!r}")
+    return schedule
+
+
 def load_schedule(path: str | Path) -> Schedule:
     return schedule_from_dict(read_document(path), str(path))

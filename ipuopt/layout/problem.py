@@ -197,15 +197,25 @@ def layout_problem_from_dict(doc: Any, file: str = "") -> LayoutProblem:
         problems.append(Problem(file, "capacity", "name at least one region and its bytes per tile"))
     ops_doc = doc.get("operators")
     if not isinstance(ops_doc, dict) or not ops_doc:
-        raise InputError([*problems, Problem(file, "operators", "must map operator names to inputs, output, "
-                                                                "candidates")])
-    order = doc.get("order")
-    if not isinstance(order, list) or sorted(map(str, order)) != sorted(map(str, ops_doc)):
-        raise InputError([*problems, Problem(file, "order", "must list every operator exactly once")])
-    order = [str(o) for o in order]
+        problems.append(Problem(file, "operators", "must map operator names to inputs, output, candidates"))
+        ops_doc = {}
+    ops_doc = {str(k): v for k, v in ops_doc.items()}
+    listed = doc.get("order")
+    if not isinstance(listed, list):
+        problems.append(Problem(file, "order", "must list every operator exactly once"))
+        listed = list(ops_doc)
+    listed = [str(o) for o in listed]
+    for o in sorted({o for o in listed if listed.count(o) > 1}):
+        problems.append(Problem(file, "order", f"{o} is listed {listed.count(o)} times"))
+    for o in sorted(set(listed) - set(ops_doc)):
+        problems.append(Problem(file, "order", f"{o} is not among the operators"))
+    for o in sorted(set(ops_doc) - set(listed)):
+        problems.append(Problem(file, "order", f"operator {o} is missing"))
+    order = [o for i, o in enumerate(listed) if o in ops_doc and o not in listed[:i]]
     tensors = doc.get("tensors")
     if not isinstance(tensors, dict):
-        raise InputError([*problems, Problem(file, "tensors", "must map tensors to {layout} or {producer}")])
+        problems.append(Problem(file, "tensors", "must map tensors to {layout} or {producer}"))
+        tensors = {}
     inputs: dict[str, str] = {}
     producer: dict[str, str] = {}
     for t, spec in tensors.items():
@@ -230,7 +240,7 @@ def layout_problem_from_dict(doc: Any, file: str = "") -> LayoutProblem:
             ins = []
         ins = tuple(str(t) for t in ins)
         for t in ins:
-            if t in producer and order.index(producer[t]) >= order.index(name):
+            if producer.get(t) in order and order.index(producer[t]) >= order.index(name):
                 problems.append(Problem(file, f"{where}.inputs",
                                         f"{t} is produced by {producer[t]}, which runs later in `order`"))
         out = str(raw.get("output"))

@@ -11,7 +11,7 @@ from typing import Any
 
 from ipuopt.errors import InputError, Problem, unknown_keys
 from ipuopt.exchange.phase import Phase, load_phase
-from ipuopt.exchange.solve import BACKENDS
+from ipuopt.exchange.solve import BACKENDS, check_options
 from ipuopt.io import read_document
 from ipuopt.params import SolveParams
 from ipuopt.profiles import load_profile
@@ -43,18 +43,19 @@ class Sweep:
     cells: list[Cell]
 
 
-def _phase_files(patterns: list[Any], base: Path, file: str) -> list[Path]:
+def _phase_files(patterns: list[Any], base: Path, file: str, problems: list[Problem]) -> list[Path]:
     found: list[Path] = []
     for i, pattern in enumerate(patterns):
         if not isinstance(pattern, str):
-            raise InputError.one(file, f"phases[{i}]", "must be a file, folder or glob")
+            problems.append(Problem(file, f"phases[{i}]", "must be a file, folder or glob"))
+            continue
         path = base / pattern
         if path.is_dir():
             matches = sorted(p for p in path.iterdir() if p.suffix in _SUFFIXES)
         else:
             matches = sorted(Path(p) for p in glob.glob(str(path), recursive=True) if Path(p).is_file())
         if not matches:
-            raise InputError.one(file, f"phases[{i}]", f"{pattern!r} matches no phase file")
+            problems.append(Problem(file, f"phases[{i}]", f"{pattern!r} matches no phase file"))
         found += [m for m in matches if m not in found]
     return found
 
@@ -82,7 +83,7 @@ def _solver(entry: Any, i: int, file: str) -> tuple[str, str, dict[str, Any]]:
         raise InputError.one(file, f"{where}.params", "must be a mapping of backend parameters")
     params = {**params, **extra, **{k: entry[k] for k in ("time_limit", "workers", "seed") if k in entry}}
     try:
-        SolveParams.of(params)
+        check_options(backend, SolveParams.of(params).options, f"{where}.params")
     except InputError as exc:
         raise InputError([Problem(file, where, p.reason) for p in exc.problems]) from None
     if "time_limit" in entry:
@@ -97,32 +98,46 @@ def load_sweep(path: str | Path) -> Sweep:
     doc = read_document(source)
     if not isinstance(doc, dict):
         raise InputError.one(file, "", "a sweep must be a mapping with phases and solvers")
-    if problems := unknown_keys(doc, _KEYS, file):
-        raise InputError(problems)
+    problems = unknown_keys(doc, _KEYS, file)
     phases = doc.get("phases")
     if isinstance(phases, str):
         phases = [phases]
     if not isinstance(phases, list) or not phases:
-        raise InputError.one(file, "phases", "must list phase files, folders or globs")
+        problems.append(Problem(file, "phases", "must list phase files, folders or globs"))
+        phases = []
     specs = doc.get("specs") or [None]
     if not isinstance(specs, list):
-        raise InputError.one(file, "specs", "must be a list of spec names or files")
-    entries = doc.get("solvers") or [{"solver": "greedy"}]
-    if not isinstance(entries, list):
-        raise InputError.one(file, "solvers", "must be a list of solver options")
-    solvers = [_solver(e, i, file) for i, e in enumerate(entries)]
+        problems.append(Problem(file, "specs", "must be a list of spec names or files"))
+        specs = []
+    entries = doc.get("solvers")
+    if not isinstance(entries, list) or not entries:
+        problems.append(Problem(file, "solvers", "must list the solvers to run, e.g. [{solver: greedy}, "
+                                                 "{solver: cpsat, time_limit: 30}]"))
+        entries = []
+    solvers = []
+    for i, e in enumerate(entries):
+        try:
+            solvers.append(_solver(e, i, file))
+        except InputError as exc:
+            problems += exc.problems
     labels = [s[0] for s in solvers]
-    if len(set(labels)) != len(labels):
-        raise InputError.one(file, "solvers", "two entries have the same options")
+    for label in sorted({x for x in labels if labels.count(x) > 1}):
+        problems.append(Problem(file, "solvers", f"two entries have the same options ({label})"))
     base = source.parent
     cells = []
-    for phase_path in _phase_files(phases, base, file):
+    for phase_path in _phase_files(phases, base, file, problems):
         content = hashlib.sha256(phase_path.read_bytes()).hexdigest()
         rel = str(phase_path.relative_to(base)) if phase_path.is_relative_to(base) else str(phase_path)
         for spec_ref in specs:
-            phase, spec = load_phase(phase_path, None if spec_ref is None else str(spec_ref))
+            try:
+                phase, spec = load_phase(phase_path, None if spec_ref is None else str(spec_ref))
+            except InputError as exc:
+                problems += [p for p in exc.problems if p not in problems]
+                continue
             for label, backend, params in solvers:
                 key = json.dumps([content, spec.raw, backend, params], sort_keys=True, default=str)
                 cells.append(Cell(hashlib.sha256(key.encode()).hexdigest()[:16], rel, phase, spec, label,
                                   backend, params))
+    if problems:
+        raise InputError(problems)
     return Sweep(str(doc.get("name") or source.stem), source, cells)
