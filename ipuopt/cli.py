@@ -25,7 +25,7 @@ from ipuopt.exchange.schedule import Schedule, load_schedule, schedule_for
 from ipuopt.exchange.solve import BACKENDS, ExchangeResult, check_options, solve
 from ipuopt.exchange.validate import validate
 from ipuopt.io import FORMATS, check_output, parse_int, read_document, write_atomic, write_document
-from ipuopt.params import DEFAULT_TIME_LIMIT, Interrupted, SolveParams
+from ipuopt.params import DEFAULT_TIME_LIMIT, Interrupted, SolveParams, Stopped
 from ipuopt.profiles import load_profile
 from ipuopt.spec import diff_specs, load_spec, spec_names
 
@@ -73,11 +73,13 @@ def _pct(g: float | None) -> str:
 
 class _Progress:
     """Progress on stderr for long commands: a line every `every` seconds after the first 2 s
-    (what runs, elapsed, the best figures so far), and at once (at most one a second) when a
-    solver reports a better incumbent. Solvers call it with what they know."""
+    (what runs, elapsed, the best figures so far), and at once when the stage changes or (at
+    most one a second) a solver reports a better incumbent. Solvers call it with what they
+    know. IPUOPT_PROGRESS_AFTER sets the quiet start (seconds; tests use 0)."""
 
     def __init__(self, quiet: bool, task: str, every: float = 3.0) -> None:
         self.quiet, self.every = quiet, every
+        self.after = float(os.environ.get("IPUOPT_PROGRESS_AFTER", 2.0))
         self.info: dict[str, Any] = {"task": task}
         self.t0 = time.perf_counter()
         self.last = 0.0
@@ -92,22 +94,24 @@ class _Progress:
     def __call__(self, info: dict[str, Any]) -> None:
         with self.lock:
             better = info.get("incumbent") not in (None, self.info.get("incumbent"))
+            moved = info.get("stage") not in (None, self.info.get("stage"))
             self.info.update({k: v for k, v in info.items() if v is not None})
-        if better and time.perf_counter() - self.t0 - self.last >= 1.0:
+        if moved or (better and time.perf_counter() - self.t0 - self.last >= 1.0):
             self._line()
 
     def _line(self) -> None:
         now = time.perf_counter() - self.t0
-        if self.quiet or now < 2.0:
+        if self.quiet or now < self.after:
             return
         self.last = now
         with self.lock:
             info = dict(self.info)
         parts = [f"[{now:7.1f}s] {info.pop('task')}"]
         inc, bnd = info.pop("incumbent", None), info.pop("bound", None)
-        if inc is not None or bnd is not None:
-            g = (inc - bnd) / inc if inc and bnd is not None else None
-            parts.append(f"incumbent {inc}  bound {bnd}  gap {_pct(g)}")
+        if inc is not None and bnd is not None:
+            parts.append(f"incumbent {inc}  bound {bnd}  gap {_pct((inc - bnd) / inc if inc else 0.0)}")
+        elif inc is not None:
+            parts.append(f"incumbent {inc}")
         info.pop("elapsed", None)  # the line starts with it
         if (done_at := info.pop("done_at", None)) is not None:  # an estimate that counts down
             parts.append(f"eta {max(0.0, done_at - time.time()):.0f}s")
@@ -878,7 +882,7 @@ ExchangeOpt = Annotated[str, typer.Option(help="Price exchange by load bounds (b
 
 
 def _build_layout_problem(workload: str, spec: str, within: float, min_utilisation: float,
-                          quiet: bool, exchange: str = "bound"):
+                          quiet: bool, exchange: str = "bound", check=None):  # noqa: ANN001
     from ipuopt.layout.build import build_problem
     from ipuopt.workloads.workload import load_workload
 
@@ -890,7 +894,7 @@ def _build_layout_problem(workload: str, spec: str, within: float, min_utilisati
     sp = load_spec(spec, field="--spec")
     with _Progress(quiet, f"layout problem {wl.name} on {sp.name}") as progress:
         problem, doc = build_problem(wl, sp, within, min_utilisation,
-                                     lambda m: progress({"task": m}), exchange=exchange)
+                                     lambda m: progress({"task": m}), exchange=exchange, check=check)
     problem.extra["workload"] = doc["workload"] = workload
     return problem, doc, (wl, sp)
 
@@ -901,7 +905,9 @@ def layout_cmd(
                                                  "or a workload (name or file) to build the problem from.")],
     spec: Annotated[str, typer.Option(help="Spec of a workload (name or file).")] = "gc200",
     solver: Annotated[str, typer.Option(help="milp | cpsat | beam")] = "milp",
-    time_limit: Annotated[float, typer.Option(help="Seconds for the exact solver.")] = 60.0,
+    time_limit: Annotated[float | None, typer.Option(
+        help="Seconds, wall-clock, for the whole command, building a workload's problem included. Without "
+             f"it the exact solver has {DEFAULT_TIME_LIMIT:g} s and a build runs to its end.")] = None,
     k: Annotated[int, typer.Option("--k", help="The k best distinct plans.")] = 1,
     width: Annotated[int, typer.Option(help="Beam baseline: candidates kept per operator.")] = 64,
     beam: Annotated[int, typer.Option(help="Beam baseline: partial plans kept per step.")] = 64,
@@ -930,7 +936,8 @@ def layout_cmd(
     if not path.exists() and str(problem) in bundled_names("models"):
         path = resolve(problem, "models")
     _check_out(out, path, spec, profile)
-    params.start_clock(since=START)
+    if time_limit is not None:
+        params.start_clock(since=START)
     doc = read_document(path, bundled_hint("models/layouts", "problems") + "; "
                         + bundled_hint("models", "workloads").strip())
     built = None
@@ -938,7 +945,13 @@ def layout_cmd(
         if k > 1 and within == 0:
             within = 0.02  # room for runners-up
         ref = str(path) if Path(problem).exists() else str(problem)  # a bundled name stays a name
-        problem_, _, built = _build_layout_problem(ref, spec, within, min_utilisation, quiet, exchange)
+        try:
+            problem_, _, built = _build_layout_problem(ref, spec, within, min_utilisation, quiet, exchange,
+                                                       params.stop.check)
+        except Stopped:
+            _err(f"error: the time limit ({time_limit:g} s) ran out while building the layout problem of "
+                 f"{ref}; give more time, or build it once with `ipuopt layout-problem` and solve that file")
+            raise typer.Exit(1) from None
     else:
         if exchange != "bound":
             raise InputError.one(str(path), "--exchange", "prices are chosen when a problem is built: "

@@ -110,8 +110,8 @@ def write_json(path: str | Path, data: Any, protect: tuple[Path, ...] = ()) -> N
 
 def write_document(path: str | Path, data: Any, protect: tuple[Path, ...] = ()) -> None:
     """Write `data` as its suffix names it: JSON (.json) or YAML (.yaml, .yml)."""
-    if FORMATS.get(Path(path).suffix.lower()) == "YAML":
-        write_atomic(path, yaml.safe_dump(data, sort_keys=False, width=1000), protect)
+    if FORMATS.get(Path(path).suffix.lower()) == "YAML":  # through JSON: enums and tuples as JSON has them
+        write_atomic(path, yaml.safe_dump(json.loads(json.dumps(data)), sort_keys=False, width=1000), protect)
     else:
         write_json(path, data, protect)
 

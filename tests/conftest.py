@@ -46,9 +46,10 @@ def make_phase(spec: Spec, *transfers: dict) -> Phase:
     return phase
 
 
-def run_cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
+def run_cli(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None
+            ) -> subprocess.CompletedProcess:
     """The CLI as a user runs it: a separate process, exit code and both streams."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env = {**os.environ, "PYTHONPATH": str(ROOT), **(env or {})}
     return subprocess.run([sys.executable, "-c", "from ipuopt.entry import main; main()", *args],
                           capture_output=True, text=True, cwd=cwd or ROOT, env=env, timeout=300)
 

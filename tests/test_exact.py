@@ -13,11 +13,17 @@ from ipuopt.spec import load_spec
 
 
 def test_one_worker_and_seed_reproduce() -> None:
+    """A deterministic budget well within the wall-clock limit: the same schedule twice; a
+    wall-clock limit that ends the search first says the run is not reproducible."""
     phase, spec = load_phase(ROOT / "models" / "examples" / "small.yaml")
-    params = {"time_limit": 0.5, "workers": 1, "seed": 7}
+    params = {"time_limit": 60, "workers": 1, "seed": 7, "max_deterministic_time": 0.1}
     a = solve(phase, spec, "cpsat", params).schedule
     b = solve(phase, spec, "cpsat", params).schedule
     assert (a.starts, a.widths, a.horizon) == (b.starts, b.widths, b.horizon)
+    assert "not_reproducible" not in a.extra
+    medium, spec = load_phase(ROOT / "models" / "examples" / "medium.yaml")
+    cut = solve(medium, spec, "cpsat", {"time_limit": 1, "workers": 1, "seed": 7}).schedule
+    assert cut.status != "optimal" and "wall-clock" in cut.extra["not_reproducible"]
 
 
 def test_lns_valid_and_no_worse_than_greedy() -> None:

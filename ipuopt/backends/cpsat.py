@@ -38,11 +38,10 @@ def new_solver(params: SolveParams, time_limit: float | None = None, wall_clock:
     sp.catch_sigint_signal = False  # Ctrl-C is ours: it asks every solver to stop (params.Stop)
     if params.seed is not None:
         sp.random_seed = int(params.seed)
-    deterministic = None
     if limit is not None:
         sp.max_time_in_seconds = float(limit)
         if params.reproducible and not wall_clock:
-            deterministic = sp.max_deterministic_time = float(limit)
+            sp.max_deterministic_time = float(limit)
             sp.max_time_in_seconds = 10 * float(limit) + 10
     if left is not None:
         sp.max_time_in_seconds = min(sp.max_time_in_seconds, left)
@@ -56,7 +55,7 @@ def new_solver(params: SolveParams, time_limit: float | None = None, wall_clock:
         except (TypeError, ValueError) as exc:
             raise InputError.one("", f"params.{key}", f"bad value {value!r}: {exc}") from None
     params.stop.on_request(solver.stop_search)
-    solver.ipuopt_limits = (params.stop, deterministic)  # read back by `solve`
+    solver.ipuopt_limits = (params.stop, params.reproducible and not wall_clock)  # read back by `solve`
     return solver
 
 
@@ -76,11 +75,12 @@ def solve(model: cp_model.CpModel, solver: cp_model.CpSolver, progress: Progress
     if progress is not None and hasattr(solver, "best_bound_callback"):
         solver.best_bound_callback = lambda b: progress({"bound": int(b)})
     code = solver.solve(model, ProgressCallback(progress) if progress else None)
-    stop, deterministic = getattr(solver, "ipuopt_limits", (None, None))
+    stop, deterministic = getattr(solver, "ipuopt_limits", (None, False))
     if stop is not None:
         stop.forget(solver.stop_search)
-    if (stop is not None and deterministic is not None and not stop.interrupted
-            and code not in (cp_model.OPTIMAL, cp_model.INFEASIBLE)
-            and solver.deterministic_time < 0.99 * deterministic):
+    sp = solver.parameters
+    if (deterministic and not stop.interrupted and code not in (cp_model.OPTIMAL, cp_model.INFEASIBLE)
+            and solver.wall_time >= 0.95 * sp.max_time_in_seconds
+            and solver.deterministic_time < 0.99 * sp.max_deterministic_time):
         stop.wall_cut = True  # the deadline, not the deterministic limit, ended it
     return code

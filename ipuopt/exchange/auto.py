@@ -46,6 +46,8 @@ def solve_auto(spec: Spec, timings: list[Timing], hint: tuple[dict[str, int], di
         if not small and time.perf_counter() - t0 > 0.4 * limit:
             raise Stopped
 
+    if progress is not None:
+        progress({"stage": "auto: non-delay greedy"})
     for credit in PAIRED_CREDITS if small or limit >= TIMED_FROM else ():
         try:
             timed = greedy_schedule(phase, spec, "time", timings, paired_credit=credit, check=check)

@@ -46,6 +46,8 @@ def solve_colour(spec: Spec, timings: list[Timing], hint: tuple[dict[str, int], 
                  lower: int, params: SolveParams, progress: Progress | None = None) -> Result:
     limit = params.budget()
     t0 = time.perf_counter()
+    if progress is not None:
+        progress({"stage": "colour"})
     hinted = horizon_of(timings, *hint)
     phase = Phase(spec_ref=spec.name, transfers=[tm.transfer for tm in timings])
     n = len(timings)

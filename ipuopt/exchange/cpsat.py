@@ -213,6 +213,8 @@ def solve_cpsat(spec: Spec, timings: list[Timing], hint: tuple[dict[str, int], d
     if limit < 0.05:
         return Result(Status.FALLBACK, hint, upper, None, solver="cpsat", extras={"reason": "no time left"})
     t0 = time.perf_counter()
+    tell = progress or (lambda info: None)
+    tell({"stage": "cpsat: building the model"})
     try:
         em = build_model(spec, timings, upper, lower, check=params.stop.check)
     except Stopped:
@@ -225,6 +227,7 @@ def solve_cpsat(spec: Spec, timings: list[Timing], hint: tuple[dict[str, int], d
             em.model.add_hint(lit, hint[1][tid] == PAIRED)
     em.model.add_hint(em.horizon, upper)
     build = time.perf_counter() - t0
+    tell({"stage": "cpsat: search"})
     solver = new_solver(params, None if limit is None else limit * split)
     code = cpsat.solve(em.model, solver, progress)
     extras = {"build_s": round(build, 3), **em.stats}

@@ -307,6 +307,7 @@ def best_greedy(phase: Phase, spec: Spec, rules: tuple[str, ...] | None = None,
     for rule, aware in ((r, a) for r in rules for a in (False, True)):
         if best is not None and stop is not None and (
                 stop.is_set() or (until is not None and time.monotonic() >= until)):
+            stop.wall_cut = True  # the clock, not the rules, ended it
             break
         check = None if stop is None else partial(stop.check, deadline=best is not None)
         try:
@@ -314,6 +315,7 @@ def best_greedy(phase: Phase, spec: Spec, rules: tuple[str, ...] | None = None,
         except Stopped:
             if best is None:
                 raise
+            stop.wall_cut = True  # type: ignore[union-attr]
             break
         h = horizon_of(timings, starts, widths)
         if best is None or h < best[0]:

@@ -30,6 +30,8 @@ from ipuopt.spec import Spec
 def solve_iterated(spec: Spec, timings: list[Timing], hint: tuple[dict[str, int], dict[str, str]],
                    lower: int, params: SolveParams, progress: Progress | None = None) -> Result:
     limit = params.budget()
+    if progress is not None:
+        progress({"stage": "iterated"})
     most = params.options.get("rounds")  # a fixed number of rounds: reproducible with a seed
     if most is not None and (not isinstance(most, int) or most < 0):
         raise InputError.one("", "params.rounds", f"must be a whole number >= 0, got {most!r}")

@@ -65,6 +65,8 @@ def solve_lns(spec: Spec, timings: list[Timing], hint: tuple[dict[str, int], dic
               lower: int, params: SolveParams, progress: Progress | None = None) -> Result:
     options = dict(params.options)
     limit = params.budget()
+    if progress is not None:
+        progress({"stage": "lns"})
     free_n = int(options.pop("free", 200))
     sub_limit = float(options.pop("sub_time_limit", 2.0))
     params = params.with_(options=options)

@@ -37,7 +37,7 @@ OPTIONS = {"greedy": (), "cpsat": ("prove_split",), "milp": ("milp_solver", "sol
 RUNS_CPSAT = ("cpsat", "lns", "colour", "auto")
 # Of a time limit, at most: the greedy's rules after the first (which always completes: it
 # is the answer of last resort), then the clique bound's search.
-GREEDY_SHARE, BOUND_SHARE = 0.15, 0.15
+GREEDY_SHARE, BOUND_SHARE = 0.3, 0.15
 # Seconds kept back from a time limit for validating and writing, per transfer (measured:
 # validation ~25 us a transfer, writing the JSON ~10 us).
 RESERVE_PER_TRANSFER = 5e-5
@@ -115,6 +115,8 @@ def solve(phase: Phase, spec: Spec, backend: str = "greedy",
     kept: dict[str, Any] = {}  # what is known so far, kept when the rest is cut short
 
     def work() -> Result:
+        tell = progress or (lambda info: None)
+        tell({"stage": "greedy"})
         kept["timings"] = timings = phase_timings(phase, spec)
         until = None if limit is None else m0 + GREEDY_SHARE * limit
         starts, widths, rule = best_greedy(phase, spec, timings=timings, stop=inner.stop, until=until)
@@ -122,13 +124,18 @@ def solve(phase: Phase, spec: Spec, backend: str = "greedy",
                                          horizon_of(timings, starts, widths), solver=f"greedy/{rule}")
 
         def enough() -> bool:
-            return inner.stop.is_set() or (limit is not None
-                                           and time.monotonic() > m0 + (GREEDY_SHARE + BOUND_SHARE) * limit)
+            if inner.stop.is_set() or (limit is not None
+                                       and time.monotonic() > m0 + (GREEDY_SHARE + BOUND_SHARE) * limit):
+                inner.stop.wall_cut = True
+                return True
+            return False
 
+        tell({"stage": "bounds", "incumbent": greedy.value})
         kept["bounds"] = all_bounds(phase, spec, timings, enough)
         greedy.bound = ours = best_bound(kept["bounds"]).value
         if backend == "greedy" or params.stop.interrupted:
             return greedy
+        tell({"stage": backend, "bound": ours})
         return exact_solver(backend)(spec, timings, (starts, widths), ours, inner, progress)
 
     found, interrupted = run_interruptible(work, params.stop)
@@ -150,7 +157,8 @@ def solve(phase: Phase, spec: Spec, backend: str = "greedy",
     if interrupted:
         extra["interrupted"] = True
     if params.reproducible and inner.stop.wall_cut:
-        extra["not_reproducible"] = "the wall-clock limit ended a search before its deterministic time limit"
+        extra["not_reproducible"] = ("the wall-clock limit ended a search (greedy rules, clique bound or "
+                                     "CP-SAT) before its deterministic end")
     status = result.status
     # the schedule's author: the greedy's when the exact solver fell back to its hint
     extra["produced_by"] = greedy.solver if status == Status.FALLBACK else result.solver

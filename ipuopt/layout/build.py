@@ -95,9 +95,10 @@ def _need_label(op: Operator, which: int, c: Candidate) -> str:
 
 class _Builder:
     def __init__(self, wl: Workload, spec: Spec, min_utilisation: float,
-                 progress: Callable[[str], None] | None) -> None:
+                 progress: Callable[[str], None] | None, check: Callable[[], None] | None = None) -> None:
         self.wl, self.spec = wl, spec
         self.say = progress or (lambda _m: None)
+        self.check = check or (lambda: None)  # may raise to stop (Ctrl-C, the deadline)
         self.act = activation_region(spec)
         self.ops = wl.operators
         self.producer = {op.out.tensor: op for op in self.ops}
@@ -146,6 +147,7 @@ class _Builder:
                         c.moves[t] = self.exact[(t, n)]
 
     def _price(self, t: str, have: str, need: str) -> int:
+        self.check()
         nop, which, nc = self.needs[need]
         if need not in self.need_boxes:
             self.need_boxes[need] = operand_needs(self.wl, nop, nc, which, 0)
@@ -381,19 +383,21 @@ def _covers(a: dict, b: dict) -> bool:
 
 def build_problem(wl: Workload, spec: Spec, within: float = 0.0, min_utilisation: float = 0.5,
                   progress: Callable[[str], None] | None = None, reference_width: int = 6,
-                  exchange: str = "bound") -> tuple[LayoutProblem, dict[str, Any]]:
+                  exchange: str = "bound", check: Callable[[], None] | None = None,
+                  ) -> tuple[LayoutProblem, dict[str, Any]]:
     """The layout problem of `wl` on `spec` and its document (the problem file's content).
 
     `exchange="greedy"` prices the kept candidates and redistributions by greedy horizons
     instead of load bounds; what is kept is still decided by load bounds, so a plan left
-    out costs more than the limit under either pricing (`excluded_above`)."""
+    out costs more than the limit under either pricing (`excluded_above`). `check` is called
+    as moves are priced and may raise to stop the build."""
     if exchange not in EXCHANGE_PRICES:
         raise InputError.one("", "--exchange", f"unknown pricing {exchange!r} (one of "
                                                f"{', '.join(EXCHANGE_PRICES)})")
     from ipuopt.layout.solve import plan  # the reference plan is solved exactly
 
     t0 = time.perf_counter()
-    b = _Builder(wl, spec, min_utilisation, progress)
+    b = _Builder(wl, spec, min_utilisation, progress, check)
     b.report.within, b.report.exchange = within, exchange
     b.refresh(b.cands, exact=False)
     for width in (reference_width, 4 * reference_width, 16 * reference_width):

@@ -10,8 +10,9 @@ checked by the validator, so no price is below the phase's load bound.
 
 from __future__ import annotations
 
+from ipuopt.exchange.greedy import best_greedy, horizon_of
 from ipuopt.exchange.phase import Phase
-from ipuopt.exchange.solve import solve
+from ipuopt.exchange.timing import phase_timings
 from ipuopt.spec import Spec
 from ipuopt.workloads.gemm import Candidate, activation_region
 from ipuopt.workloads.phases import (
@@ -34,8 +35,9 @@ class GreedyPricer:
     def _horizon(self, phase: Phase) -> int:
         if not phase.transfers:
             return 0
-        self.phases += 1
-        return solve(phase, self.spec, "greedy").schedule.horizon
+        self.phases += 1  # the greedy alone (what `solve --solver greedy` returns), without its bounds
+        timings = phase_timings(phase, self.spec)
+        return horizon_of(timings, *best_greedy(phase, self.spec, timings=timings)[:2])
 
     def _phase(self, op: Operator, c: Candidate, held: dict[str, list[Piece]], alloc: SpmdAllocator,
                tensors: set[str]) -> dict[str, int]:
