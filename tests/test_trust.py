@@ -62,7 +62,8 @@ def test_no_command_overwrites_a_file_it_reads(work: Path) -> None:
 def test_a_plan_and_a_schedule_are_inputs_too(work: Path) -> None:
     plan = work / "plan.json"
     assert run_cli("layout", "mini-mlp", "--spec", "test64", "--out", str(plan)).returncode == 0
-    err = _unchanged_after(plan, "run", "mini-mlp", "--spec", "test64", "--plan", str(plan), "--out", str(plan))
+    err = _unchanged_after(plan, "run", "mini-mlp", "--spec", "test64", "--plan", str(plan),
+                           "--out", str(plan))
     assert "refusing" in err
 
 
@@ -96,7 +97,7 @@ def test_every_output_is_written_in_the_format_its_name_says(work: Path, tmp_pat
 
 
 @pytest.mark.parametrize(("args", "expected"), [
-    (["solve", "tiny", "--profile", "cpsat", "--solver", "milp"], "--solver: milp conflicts with --profile cpsat"),
+    (["solve", "tiny", "--profile", "cpsat", "--solver", "milp"], "milp conflicts with --profile cpsat"),
     (["solve", "tiny", "--param", "rounds=3"], "--param rounds: not a parameter of greedy"),
     (["solve", "tiny", "--solver", "milp", "--param", "num_workers=2"], "not a parameter of milp"),
     (["solve", "tiny", "--solver", "iterated", "--param", "free=3"], "not a parameter of iterated"),
