@@ -7,11 +7,12 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
 import pytest
-from conftest import DATA, ROOT
+from conftest import DATA, ROOT, run_cli
 
 from ipuopt.exchange.phase import load_phase
 from ipuopt.exchange.schedule import load_schedule
@@ -67,3 +68,113 @@ def test_ctrl_c_before_any_placement_writes_nothing(tmp_path: Path) -> None:
     assert r.returncode == 130 and took < 8, (r.returncode, took, r.stderr)
     assert "nothing found before the interrupt (status unknown)" in r.stderr and not out.exists()
 
+
+
+@pytest.fixture(scope="module")
+def mlp(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The full-size SigLIP MLP phases on gc200 (2,674 to 29,400 transfers): each stage of a
+    solve lasts seconds on one of them."""
+    out = tmp_path_factory.mktemp("mlp")
+    r = run_cli("gen", "siglip-mlp", "--out-dir", str(out), "--quiet")
+    assert r.returncode == 0, r.stderr
+    return out
+
+
+def _interrupt_at(args: list[str], stage: str, after: float = 0.5, twice: bool = False
+                  ) -> tuple[subprocess.CompletedProcess, float]:
+    """Run the CLI until its progress names `stage`, then Ctrl-C (twice: a second one at once);
+    the result and the seconds from the (first) interrupt to the exit."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "IPUOPT_PROGRESS_AFTER": "0"}
+    proc = subprocess.Popen([sys.executable, "-c", "from ipuopt.entry import main; main()", *args],
+                            cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    err: list[str] = []
+    seen = threading.Event()
+
+    def read() -> None:
+        for line in proc.stderr:  # type: ignore[union-attr]
+            err.append(line)
+            if f"stage {stage}" in line or (stage == "*" and line.startswith("[")):
+                seen.set()
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    assert seen.wait(120), f"stage {stage} never came: {''.join(err)[-500:]}"
+    time.sleep(after)
+    assert proc.poll() is None, f"the command ended before it could be interrupted: {''.join(err)[-300:]}"
+    t0 = time.perf_counter()
+    proc.send_signal(signal.SIGINT)
+    if twice:
+        time.sleep(0.2)
+        proc.send_signal(signal.SIGINT)
+    out = proc.stdout.read()  # type: ignore[union-attr]
+    proc.wait(timeout=60)
+    took = time.perf_counter() - t0
+    reader.join(5)
+    return subprocess.CompletedProcess(args, proc.returncode, out, "".join(err)), took
+
+
+def _kept_schedule(r: subprocess.CompletedProcess, took: float, out: Path, phase: Path) -> dict:
+    assert r.returncode == 130 and took < 5, (r.returncode, took, r.stderr[-500:])
+    assert "interrupted: the schedule is the best found so far" in r.stderr and "Traceback" not in r.stderr
+    doc = json.loads(out.read_text())
+    assert doc["interrupted"] is True
+    ph, spec = load_phase(phase)
+    assert validate(ph, spec, load_schedule(out)).ok
+    return doc
+
+
+@pytest.mark.parametrize(("phase", "solver", "stage"), [
+    ("gemm1-input", "cpsat", "bounds"),  # the clique search: seconds on 3,100 multicasts
+    ("gemm2-redistribution", "cpsat", "cpsat: building the model"),
+    ("gemm2-reduction", "colour", "colour"),  # colouring 70 groups of 420 transfers
+    ("gemm1-reduction", "iterated", "iterated"),
+])
+def test_ctrl_c_at_every_stage_keeps_the_best_schedule(mlp: Path, tmp_path: Path, phase: str, solver: str,
+                                                       stage: str) -> None:
+    out, path = tmp_path / "s.json", mlp / f"siglip-mlp-{phase}.json"
+    args = ["solve", str(path), "--solver", solver, "--time-limit", "300", "--out", str(out)]
+    r, took = _interrupt_at(args, stage)
+    _kept_schedule(r, took, out, path)
+
+
+def test_ctrl_c_in_the_first_greedy_writes_nothing(mlp: Path, tmp_path: Path) -> None:
+    out = tmp_path / "s.json"
+    r, took = _interrupt_at(["solve", str(mlp / "siglip-mlp-gemm2-reduction.json"), "--solver", "cpsat",
+                             "--out", str(out)], "greedy", after=1.0)
+    assert r.returncode == 130 and took < 5, (r.returncode, took, r.stderr[-500:])
+    assert "interrupted: nothing found before the interrupt; no file written" in r.stderr
+    assert not out.exists() and not list(tmp_path.iterdir())
+
+
+def test_a_second_ctrl_c_exits_at_once_and_writes_nothing(mlp: Path, tmp_path: Path) -> None:
+    out = tmp_path / "s.json"
+    r, took = _interrupt_at(["solve", str(mlp / "siglip-mlp-gemm2-redistribution.json"), "--solver", "cpsat",
+                             "--out", str(out)], "cpsat: building the model", after=0.2, twice=True)
+    assert r.returncode == 130 and took < 3, (r.returncode, took, r.stderr[-500:])
+    assert "no file written" in r.stderr and not list(tmp_path.iterdir())
+
+
+def test_ctrl_c_while_building_a_layout_problem(tmp_path: Path) -> None:
+    out = tmp_path / "lp.yaml"
+    r, took = _interrupt_at(["layout-problem", "mini-attention", "--spec", "test64", "--out", str(out)],
+                            "*", after=1.0)
+    assert r.returncode == 130 and took < 5, (r.returncode, took, r.stderr[-500:])
+    assert "interrupted: no file written" in r.stderr and not out.exists()
+
+
+@pytest.mark.parametrize(("phase", "args"), [
+    ("gemm2-reduction", ["--solver", "auto", "--time-limit", "10"]),
+    ("gemm2-redistribution", ["--solver", "cpsat", "--time-limit", "8", "--workers", "1", "--seed", "0"]),
+])
+def test_a_time_limit_holds_for_the_whole_command(mlp: Path, tmp_path: Path, phase: str, args: list[str]
+                                                  ) -> None:
+    """Wall-clock from the process's start to its exit, loading and writing included: within the
+    limit plus 5% and 2 s of start-up."""
+    out = tmp_path / "s.json"
+    t0 = time.perf_counter()
+    r = run_cli("solve", str(mlp / f"siglip-mlp-{phase}.json"), *args, "--out", str(out), "--json")
+    took = time.perf_counter() - t0
+    limit = float(args[args.index("--time-limit") + 1])
+    assert r.returncode == 0, r.stderr
+    assert took <= 1.05 * limit + 2, took
+    assert json.loads(out.read_text())["time_limit_s"] == limit
