@@ -243,6 +243,8 @@ def _print_result(res: ExchangeResult, spec_clock: float, sync: int) -> None:
     for b in res.bounds:
         print(f"bound      {b.name:<10} {b.value:>10}  {b.where}")
     print(f"best bound {s.lower_bound}  gap {_pct(res.gap)}")
+    if reason := s.extra.get("reason"):
+        print(f"reason     {reason}")
     if note := s.extra.get("not_reproducible"):
         print(f"note       not reproducible: {note}")
 
@@ -1033,8 +1035,15 @@ def sweep_cmd(
                              "sets the local cluster's size; a --cluster has its own workers")
     _check_out_dir(out)
     plan = load_sweep(sweep)
-    with _Progress(quiet, f"sweep {plan.name}: {len(plan.cells)} cells", every=5.0) as progress:
-        run = run_sweep(plan, out, cluster, workers, progress)
+    try:
+        with _Progress(quiet, f"sweep {plan.name}: {len(plan.cells)} cells", every=5.0) as progress:
+            run = run_sweep(plan, out, cluster, workers, progress)
+    except KeyboardInterrupt:  # every finished cell is already in results.csv, whole
+        from ipuopt.sweeps.run import finished_cells
+
+        _err(f"interrupted: {len(finished_cells(out))} of {len(plan.cells)} cells are done in "
+             f"{out / 'results.csv'}; rerun the same command to resume")
+        _exit_now(130)
     doc = {"sweep": plan.name, "out": str(out), "cells": run.total, "solved": run.solved,
            "already_done": run.skipped, "failed": run.failed, "seconds": round(run.seconds, 1)}
     if json_out:

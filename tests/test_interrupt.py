@@ -80,10 +80,11 @@ def mlp(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
-def _interrupt_at(args: list[str], stage: str, after: float = 0.5, twice: bool = False
+def _interrupt_at(args: list[str], marker: str, after: float = 0.5, twice: bool = False
                   ) -> tuple[subprocess.CompletedProcess, float]:
-    """Run the CLI until its progress names `stage`, then Ctrl-C (twice: a second one at once);
-    the result and the seconds from the (first) interrupt to the exit."""
+    """Run the CLI until a progress line holds `marker` (e.g. "stage bounds"), then Ctrl-C
+    (twice: a second one at once); the result and the seconds from the (first) interrupt to
+    the exit."""
     env = {**os.environ, "PYTHONPATH": str(ROOT), "IPUOPT_PROGRESS_AFTER": "0"}
     proc = subprocess.Popen([sys.executable, "-c", "from ipuopt.entry import main; main()", *args],
                             cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -93,12 +94,12 @@ def _interrupt_at(args: list[str], stage: str, after: float = 0.5, twice: bool =
     def read() -> None:
         for line in proc.stderr:  # type: ignore[union-attr]
             err.append(line)
-            if f"stage {stage}" in line or (stage == "*" and line.startswith("[")):
+            if line.startswith("[") and marker in line:
                 seen.set()
 
     reader = threading.Thread(target=read, daemon=True)
     reader.start()
-    assert seen.wait(120), f"stage {stage} never came: {''.join(err)[-500:]}"
+    assert seen.wait(120), f"{marker} never came: {''.join(err)[-500:]}"
     time.sleep(after)
     assert proc.poll() is None, f"the command ended before it could be interrupted: {''.join(err)[-300:]}"
     t0 = time.perf_counter()
@@ -133,14 +134,14 @@ def test_ctrl_c_at_every_stage_keeps_the_best_schedule(mlp: Path, tmp_path: Path
                                                        stage: str) -> None:
     out, path = tmp_path / "s.json", mlp / f"siglip-mlp-{phase}.json"
     args = ["solve", str(path), "--solver", solver, "--time-limit", "300", "--out", str(out)]
-    r, took = _interrupt_at(args, stage)
+    r, took = _interrupt_at(args, f"stage {stage}")
     _kept_schedule(r, took, out, path)
 
 
 def test_ctrl_c_in_the_first_greedy_writes_nothing(mlp: Path, tmp_path: Path) -> None:
     out = tmp_path / "s.json"
     r, took = _interrupt_at(["solve", str(mlp / "siglip-mlp-gemm2-reduction.json"), "--solver", "cpsat",
-                             "--out", str(out)], "greedy", after=1.0)
+                             "--out", str(out)], "stage greedy", after=1.0)
     assert r.returncode == 130 and took < 5, (r.returncode, took, r.stderr[-500:])
     assert "interrupted: nothing found before the interrupt; no file written" in r.stderr
     assert not out.exists() and not list(tmp_path.iterdir())
@@ -149,7 +150,7 @@ def test_ctrl_c_in_the_first_greedy_writes_nothing(mlp: Path, tmp_path: Path) ->
 def test_a_second_ctrl_c_exits_at_once_and_writes_nothing(mlp: Path, tmp_path: Path) -> None:
     out = tmp_path / "s.json"
     r, took = _interrupt_at(["solve", str(mlp / "siglip-mlp-gemm2-redistribution.json"), "--solver", "cpsat",
-                             "--out", str(out)], "cpsat: building the model", after=0.2, twice=True)
+                             "--out", str(out)], "stage cpsat: building the model", after=0.2, twice=True)
     assert r.returncode == 130 and took < 3, (r.returncode, took, r.stderr[-500:])
     assert "no file written" in r.stderr and not list(tmp_path.iterdir())
 
@@ -157,9 +158,21 @@ def test_a_second_ctrl_c_exits_at_once_and_writes_nothing(mlp: Path, tmp_path: P
 def test_ctrl_c_while_building_a_layout_problem(tmp_path: Path) -> None:
     out = tmp_path / "lp.yaml"
     r, took = _interrupt_at(["layout-problem", "mini-attention", "--spec", "test64", "--out", str(out)],
-                            "*", after=1.0)
+                            "", after=1.0)
     assert r.returncode == 130 and took < 5, (r.returncode, took, r.stderr[-500:])
     assert "interrupted: no file written" in r.stderr and not out.exists()
+
+
+def test_ctrl_c_in_a_sweep_keeps_the_finished_cells(tmp_path: Path) -> None:
+    sweep = tmp_path / "s.yaml"
+    sweep.write_text(f"phases: [{ROOT / 'models/examples/medium.yaml'}]\n"
+                     "solvers: [{solver: greedy}, {solver: cpsat, time_limit: 120}]\n")
+    r, took = _interrupt_at(["sweep", str(sweep), "--out", str(tmp_path / "out"), "--workers", "1"],
+                            "sweep 1/2 cells", after=0.5)
+    assert r.returncode == 130 and took < 8, (r.returncode, took, r.stderr[-500:])
+    assert "interrupted: 1 of 2 cells are done" in r.stderr and "rerun the same command to resume" in r.stderr
+    rows = (tmp_path / "out" / "results.csv").read_text().splitlines()
+    assert len(rows) == 2 and ",greedy," in rows[1]
 
 
 @pytest.mark.parametrize(("phase", "args"), [

@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 import time
 from collections import defaultdict
+from collections.abc import Callable
 from typing import Any
 
 import pulp
@@ -19,9 +20,13 @@ import pulp
 from ipuopt.backends import milp
 from ipuopt.exchange.cpsat import hint_horizon
 from ipuopt.exchange.timing import ORDINARY, PAIRED, Timing
-from ipuopt.params import Progress, SolveParams
+from ipuopt.params import Progress, SolveParams, Stopped
 from ipuopt.result import Result, Status
 from ipuopt.spec import Spec
+
+
+class TooLarge(Exception):  # noqa: N818 (a verdict on the input's size)
+    """The phase needs more ordering binaries than the MILP holds."""
 
 
 def _active(p: Any, width: str, fixed_width: bool) -> Any:
@@ -31,8 +36,20 @@ def _active(p: Any, width: str, fixed_width: bool) -> Any:
     return p if width == PAIRED else 1 - p
 
 
-def build_milp(spec: Spec, timings: list[Timing], upper: int, lower: int
+MAX_PAIRS = 200_000  # ordering binaries: beyond, building and handing the model over takes minutes
+# Seconds per constraint to build the model in PuLP and hand it to the solver (measured:
+# ~5 s each way for 96,000 constraints): a model that would take most of the time left is
+# not built.
+BUILD_S_PER_CONSTRAINT = 1e-4
+
+
+def build_milp(spec: Spec, timings: list[Timing], upper: int, lower: int,
+               check: Callable[[], None] | None = None, budget: float | None = None,
                ) -> tuple[pulp.LpProblem, dict, dict, pulp.LpVariable]:
+    """The model; `check` is called as pairs are added and may raise to stop (Ctrl-C, the
+    deadline). Raises `TooLarge` before adding any pair past `MAX_PAIRS` ordering binaries, or
+    when building would take most (70%) of the `budget` seconds."""
+    check = check or (lambda: None)
     ex = spec.exchange
     prob = pulp.LpProblem("exchange", pulp.LpMinimize)
     horizon = prob.add_variable("horizon", lowBound=lower, upBound=upper)
@@ -53,6 +70,15 @@ def build_milp(spec: Spec, timings: list[Timing], upper: int, lower: int
             for occ in tm.occupancies(w, spec):
                 by_res[occ.kind, occ.key].append((t.id, w, occ.offset, occ.length, act))
                 spread = max(spread, abs(occ.offset) + occ.length)
+    pairs = sum(len(v) * (len(v) - 1) // 2 for (kind, _), v in by_res.items() if kind in ("tx", "rx"))
+    pairs += sum(len(v) * len(by_res.get(("wr", key), ()))
+                 for (kind, key), v in by_res.items() if kind == "rd")
+    if pairs > MAX_PAIRS:
+        raise TooLarge(f"{pairs} ordering pairs, more than the MILP holds ({MAX_PAIRS}); use cpsat or auto")
+    needs = BUILD_S_PER_CONSTRAINT * (2 * pairs + 2 * len(timings))
+    if budget is not None and needs > 0.7 * budget:
+        raise TooLarge(f"{pairs} ordering pairs need about {needs:.0f} s to build, most of the "
+                       f"{budget:.0f} s left; give more time or use cpsat or auto")
     big_m = upper + 2 * spread + ex.format_switch + 1
     prob += horizon
     completion = {}
@@ -75,6 +101,8 @@ def build_milp(spec: Spec, timings: list[Timing], upper: int, lower: int
         ti, wi, oi, li, ai = i
         tj, wj, oj, lj, aj = j
         key = (res, ti, tj)
+        if len(order) % 1024 == 0:
+            check()
         if key not in order:
             order[key] = prob.add_variable(f"y{len(order)}", cat="Binary")
         y = order[key]
@@ -106,7 +134,14 @@ def solve_milp(spec: Spec, timings: list[Timing], hint: tuple[dict[str, int], di
     milp.check_options(params)
     upper = hint_horizon(timings, hint)
     t0 = time.perf_counter()
-    prob, starts, paired, horizon = build_milp(spec, timings, upper, lower)
+    if params.budget() < 0.05:
+        return Result(Status.FALLBACK, hint, upper, None, solver="milp", extras={"reason": "no time left"})
+    try:
+        prob, starts, paired, horizon = build_milp(spec, timings, upper, lower, params.stop.check,
+                                                   params.budget())
+    except (Stopped, TooLarge) as exc:
+        why = str(exc) or "stopped while building the model"
+        return Result(Status.FALLBACK, hint, upper, None, time.perf_counter() - t0, "milp", {"reason": why})
     build = time.perf_counter() - t0
     status, dual = milp.solve(prob, params)
     extras = {"build_s": round(build, 3), "solve_s": round(time.perf_counter() - t0 - build, 3),
