@@ -226,6 +226,9 @@ def _params(profile: str | None, solver: str | None, time_limit: float | None,
         params["verbose"] = True
     built = SolveParams.of(params)
     check_options(backend, built.options)
+    unused = [name for name, value in (("--workers", workers), ("--seed", seed)) if value is not None]
+    if backend == "greedy" and unused:
+        _err(f"warning: {' and '.join(unused)} do nothing for the greedy (deterministic, one thread)")
     return backend, built
 
 
@@ -332,16 +335,23 @@ def validate_cmd(phase: Annotated[Path, typer.Argument(help="Phase (file or bund
         raise InputError.one("", "--capacity", "is for a CSV arena's placement, not a schedule")
     ph, sp, sched = _with_schedule(phase, schedule, spec)
     report = validate(ph, sp, sched)
+    _print_report(report.violations, {"horizon": report.horizon,
+                                       "violations": [v.to_dict() for v in report.violations]},
+                  f"ok: {len(ph.transfers)} transfers, horizon {report.horizon}",
+                  f"recomputed horizon {report.horizon}", json_out)
+
+
+def _print_report(violations: list, doc: dict[str, Any], ok_line: str, summary: str, json_out: bool) -> None:
+    """A validator's verdict: JSON, the ok line, or every violation; exit 1 when it fails."""
     if json_out:
-        print(json.dumps({"ok": report.ok, "horizon": report.horizon,
-                          "violations": [v.to_dict() for v in report.violations]}, indent=1))
-    elif report.ok:
-        print(f"ok: {len(ph.transfers)} transfers, horizon {report.horizon}")
+        print(json.dumps({"ok": not violations, **doc}, indent=1))
+    elif not violations:
+        print(ok_line)
     else:
-        for v in report.violations:
+        for v in violations:
             print(v)
-        print(f"{len(report.violations)} violations; recomputed horizon {report.horizon}")
-    if not report.ok:
+        print(f"{len(violations)} violations; {summary}")
+    if violations:
         raise typer.Exit(1)
 
 
@@ -356,19 +366,12 @@ def _validate_placement(arena: Path, placement: Path, capacity: int | None, json
     else:
         problem = load_arena(arena)
     report = validate_placement(problem, load_offsets(placement, problem))
-    if json_out:
-        print(json.dumps({"ok": report.ok, "peak": report.peak, "conflicts": report.conflicts,
-                          "violations": [{"rule": v.rule, "buffers": list(v.buffers), "detail": v.detail}
-                                         for v in report.violations]}, indent=1))
-    elif report.ok:
-        print(f"ok: {len(problem.buffers)} buffers, peak {report.peak} of {problem.capacity} bytes, "
-              f"conflict weight {report.conflicts}")
-    else:
-        for v in report.violations:
-            print(v)
-        print(f"{len(report.violations)} violations; peak {report.peak} of {problem.capacity} bytes")
-    if not report.ok:
-        raise typer.Exit(1)
+    peak = f"peak {report.peak} of {problem.capacity} bytes"
+    found = [{"rule": v.rule, "buffers": list(v.buffers), "detail": v.detail} for v in report.violations]
+    doc = {"peak": report.peak, "conflicts": report.conflicts, "violations": found}
+    _print_report(report.violations, doc,
+                  f"ok: {len(problem.buffers)} buffers, {peak}, conflict weight {report.conflicts}", peak,
+                  json_out)
 
 
 def _with_schedule(phase: Path, schedule: Path, spec: str | None) -> tuple[Any, Any, Schedule]:
@@ -933,6 +936,8 @@ def layout_cmd(
     from ipuopt.layout.solve import plan
 
     params = SolveParams(time_limit, workers, seed, verbose)
+    if profile and not rerank:
+        raise InputError.one("", "--profile", "schedules the plans of --rerank: give --rerank too")
     rerank_backend, rerank_params = _params(profile, None, None, None, None, []) if rerank else (None, None)
     path = resolve(problem, "models/layouts")
     if not path.exists() and str(problem) in bundled_names("models"):
