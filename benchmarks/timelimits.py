@@ -3,7 +3,7 @@ validation, writing) against their --time-limit, for every exchange solver on th
 examples and the largest generated phases, and for placement and layout selection.
 
     .venv/bin/python benchmarks/timelimits.py [--limits 10,60] [--solvers greedy,cpsat,...]
-                                              [--phases DIR] [--quick]
+                                              [--phases DIR] [--quick] [--instances A,B] [--no-others]
 
 Goal: wall <= 1.05 x limit + 2 s (start-up). The SigLIP MLP phases are generated into
 --phases (default: a temporary folder) by `ipuopt gen siglip-mlp`. Each command runs alone
@@ -44,6 +44,8 @@ def main() -> None:
     ap.add_argument("--solvers", default=",".join(SOLVERS))
     ap.add_argument("--phases", type=Path, help="folder for the generated SigLIP MLP phases")
     ap.add_argument("--quick", action="store_true", help="the examples only")
+    ap.add_argument("--instances", help="comma-separated: only these phases (e.g. gemm1-input,medium)")
+    ap.add_argument("--no-others", action="store_true", help="exchange only: no place, no layout rows")
     args = ap.parse_args()
     limits = [float(x) for x in args.limits.split(",")]
     phases = [(name, name) for name in EXAMPLES]
@@ -53,6 +55,8 @@ def main() -> None:
             subprocess.run([*CLI, "gen", "siglip-mlp", "--out-dir", str(folder), "--quiet"], check=True,
                            cwd=ROOT, capture_output=True)
         phases += [(name, str(folder / f"siglip-mlp-{name}.json")) for name in LARGE]
+    if args.instances:
+        phases = [p for p in phases if p[0] in args.instances.split(",")]
     rows = []
     for limit in limits:
         for name, ref in phases:
@@ -61,6 +65,8 @@ def main() -> None:
                 rows.append((name, doc.get("transfers", ""), solver, limit, wall, doc.get("status"),
                              doc.get("horizon", "")))
                 print_row(rows[-1], flush=True)
+        if args.no_others:
+            continue
         for arena, extra in (("mini-mlp", []), (str(ROOT / "tests/data/minimalloc/K.1048576.csv"),
                                                 ["--capacity", "1048576", "--objective", "peak"])):
             for solver in ("auto", "search", "cpsat", "milp"):

@@ -78,7 +78,7 @@ def build_model(spec: Spec, timings: list[Timing], upper: int,
     paired: dict[str, Any] = {}
     by_kind: dict[str, dict[tuple, list]] = {k: defaultdict(list) for k in ("tx", "rx", "rd", "wr")}
     for n, tm in enumerate(timings):
-        if n % 256 == 0:
+        if n % 64 == 0:
             check()
         t = tm.transfer
         if t.id in fixed:
@@ -107,8 +107,8 @@ def build_model(spec: Spec, timings: list[Timing], upper: int,
                 for tid, w, off, ln, pr in items]
 
     for kind in ("tx", "rx"):
-        check()
         for items in by_kind[kind].values():
+            check()
             if len({i[0] for i in items}) > 1 and any(i[0] not in fixed for i in items):
                 m.add_no_overlap([iv for _, _, iv in make(items)])
     _element_constraints(m, by_kind, ex.write_hazard, ex.tx_overhead, make, stats, fixed, check)

@@ -244,7 +244,7 @@ def greedy_schedule(phase: Phase, spec: Spec, rule: str = "load",
             check()
 
     if rule == "time" and order is None:
-        _by_start(timings, spec, place, commit, bias, window)
+        _by_start(timings, spec, place, commit, bias, window, check)
     else:
         for i in order if order is not None else _priority_order(timings, spec, rule):
             commit(i, *place(i))
@@ -252,7 +252,7 @@ def greedy_schedule(phase: Phase, spec: Spec, rule: str = "load",
 
 
 def _by_start(timings: list[Timing], spec: Spec, place, commit, bias: list[float] | None,
-              window: int) -> None:
+              window: int, check: Callable[[], None] | None = None) -> None:
     """Non-delay placement: the transfer that can start earliest goes next (starts
     recomputed lazily as the lanes fill), ties to the one whose busiest tile, counting its
     sends and receives not yet placed, has the most work left. Transfers that can share a
@@ -273,7 +273,11 @@ def _by_start(timings: list[Timing], spec: Spec, place, commit, bias: list[float
     q = max(1, window)
     heap = [(place(i)[0] // q, prio(i), i) for i in range(len(timings)) if indeg[i] == 0]
     heapq.heapify(heap)
+    pops = 0
     while heap:
+        pops += 1
+        if check is not None and pops % 64 == 0:  # a start recomputed on wide multicasts is slow
+            check()
         b0, p, i = heapq.heappop(heap)
         s, w = place(i)
         if s // q > b0 or p != prio(i):  # a later start, or its tiles' remaining work changed

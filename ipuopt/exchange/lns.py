@@ -27,7 +27,7 @@ from ipuopt.backends.cpsat import new_solver
 from ipuopt.errors import InputError
 from ipuopt.exchange.cpsat import build_model, completion
 from ipuopt.exchange.timing import ORDINARY, PAIRED, Timing
-from ipuopt.params import Progress, SolveParams
+from ipuopt.params import Progress, SolveParams, Stopped
 from ipuopt.result import Result, Status
 from ipuopt.spec import Spec
 
@@ -127,8 +127,11 @@ def solve_lns(spec: Spec, timings: list[Timing], hint: tuple[dict[str, int], dic
         fixed = {t: (starts[t], widths[t]) for t in keep if t not in free}
         outside = max((done(t) for t in ids if t not in keep), default=0)
         sub = [by_id[t] for t in ids if t in keep]
-        em = build_model(spec, sub, horizon, max(lower, outside), fixed,
-                         {t: (lo, hi) for t in free})
+        try:
+            em = build_model(spec, sub, horizon, max(lower, outside), fixed, {t: (lo, hi) for t in free},
+                             params.stop.check)
+        except Stopped:
+            break
         completions = [completion(by_id[t], em.starts, em.paired) for t in free]
         weight = len(free) * (horizon + span + 1)
         em.model.minimize(em.horizon * weight + sum(completions))

@@ -132,7 +132,9 @@ class _Builder:
             largest[op.out.tensor] = max((c.doc["why"]["piece"] for c in cands[op.name]), default=0)
         for op in self.ops:
             for which, t in self._inputs(op) if op.kind == "gemm" else ():
-                for c in cands[op.name]:
+                for i, c in enumerate(cands[op.name]):
+                    if i % 256 == 0:
+                        self.check()
                     n = c.doc["needs"][t]
                     if t in self.producer or not exact:
                         c.moves[t] = move_floor(*c.blocks[t], largest[t], self.wl.elem_bytes, self.spec)
@@ -161,6 +163,8 @@ class _Builder:
         batch, m, k, n = wl.gemm_dims(op)
         out = []
         for c in found:
+            if len(out) % 256 == 0:
+                self.check()
             lay = c.layout
             mb, kb, nb = math.ceil(m / lay.rows), math.ceil(k / lay.parts), math.ceil(n / lay.cols)
             bb = c.batches_per_group
