@@ -711,7 +711,8 @@ def place_cmd(
     capacity: Annotated[int | None, typer.Option(help="Bytes available (with --csv).")] = None,
     objective: Annotated[str, typer.Option(help="fit | peak | conflicts")] = "fit",
     solver: Annotated[str, typer.Option(help="auto | greedy | baseline | search | cpsat | milp")] = "auto",
-    time_limit: Annotated[float, typer.Option(help="Seconds.")] = 60.0,
+    time_limit: Annotated[float, typer.Option(help="Seconds, wall-clock, for the whole command."
+                                              )] = DEFAULT_TIME_LIMIT,
     workers: Annotated[int | None, typer.Option(
         help="CP-SAT workers; with 1, auto runs the search and then CP-SAT (reproducible) "
              "instead of racing them.")] = None,
