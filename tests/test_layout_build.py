@@ -96,13 +96,14 @@ def test_prices_are_the_generated_phases(workload, spec_name):
                     assert pricing.move_floor(block, group, held, wl.elem_bytes, spec) <= priced
 
 
-@pytest.mark.parametrize("workload,within", [("mini-mlp", 0.2), ("mini-attention", 0.03)])
-def test_pruning_keeps_the_optimum(workload, within):
+@pytest.mark.parametrize("workload,within,utilisation",
+                         [("mini-mlp", 0.2, 0.9), ("mini-attention", 0.01, 1.0)])
+def test_pruning_keeps_the_optimum(workload, within, utilisation):
     """The kept problem has the optimum of a far less pruned one, and its plan is priced as
-    the problem says."""
+    the problem says (attention on full grids only: its problem builds in seconds, not minutes)."""
     wl, spec = load_workload(workload), load_spec("test64")
-    tight, doc = build_problem(wl, spec, within=0.0, min_utilisation=0.9)
-    loose, loose_doc = build_problem(wl, spec, within=within, min_utilisation=0.9)
+    tight, doc = build_problem(wl, spec, within=0.0, min_utilisation=utilisation)
+    loose, loose_doc = build_problem(wl, spec, within=within, min_utilisation=utilisation)
     assert sum(loose_doc["kept"]["kept"].values()) > sum(doc["kept"]["kept"].values())
     a = plan(tight, "milp", {"workers": 1, "seed": 0})
     b = plan(loose, "milp", {"workers": 1, "seed": 0})

@@ -6,8 +6,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import networkx as nx
-
 from ipuopt.data_files import bundled_hint, resolve
 from ipuopt.errors import InputError, Problem, unknown_keys
 from ipuopt.io import parse_int, read_document
@@ -170,9 +168,12 @@ def check_phase(phase: Phase, spec: Spec | None) -> list[Problem]:
                 problems.append(Problem(file, f"{w}.after", "a transfer cannot follow itself"))
         if spec is not None:
             problems += _against_spec(t, spec, file)
-    graph = nx.DiGraph()
-    graph.add_edges_from((a, t.id) for t in phase.transfers for a in t.after
-                         if a in phase.index and a != t.id)
+    edges = [(a, t.id) for t in phase.transfers for a in t.after if a in phase.index and a != t.id]
+    if not edges:
+        return problems
+    import networkx as nx  # here: its import is half of the command line's start-up
+
+    graph = nx.DiGraph(edges)
     if not nx.is_directed_acyclic_graph(graph):
         cycle = nx.find_cycle(graph)
         ids = " -> ".join([u for u, _ in cycle] + [cycle[0][0]])
