@@ -72,7 +72,7 @@ def _mistakes(tmp: Path) -> list[tuple[list[str], str]]:
         (["solve", str(tmp / "binary.yaml")], "binary.yaml"),
         (["solve", str(tmp / "nospec.yaml")], "nospec.yaml: spec: unknown spec"),
         (["solve", "tiny", "--spec", "nosuch"], "--spec: unknown spec"),
-        (["solve", "nosuch-example"], "bundled examples: medium, small, tiny"),
+        (["solve", "nosuch-example"], "bundled examples: medium, small, tile368, tile368-shifted, tiny"),
         (["solve", "tiny", "--spec", str(tmp / "ext.yaml")], "extends: unknown spec"),
         (["bounds", str(tmp / "afile")], "afile"),
         (["validate", "tiny", str(tmp / "nosuch.json")], "file not found"),
