@@ -34,7 +34,7 @@ class Stop:
         self._lock = threading.Lock()
         self._hooks: list[Callable[[], None]] = []
         self.deadline: float | None = None  # time.monotonic() by which the work must end
-        self.wall_cut = False  # a deterministic-time limit was cut short by the deadline
+        self.wall_cut = False  # a search ended by the clock, not by its own (deterministic) end
 
     def until(self, deadline: float) -> None:
         """End the work by `deadline` (time.monotonic()), or by the earlier one already set."""
