@@ -9,7 +9,7 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Any
@@ -21,7 +21,7 @@ from ipuopt import __version__
 from ipuopt.errors import InputError, Problem
 from ipuopt.exchange.bounds import all_bounds, best_bound
 from ipuopt.exchange.phase import load_phase
-from ipuopt.exchange.schedule import Schedule, load_schedule, schedule_for
+from ipuopt.exchange.schedule import Schedule, load_schedule, schedule_for, schedule_from_dict
 from ipuopt.exchange.solve import BACKENDS, ExchangeResult, check_options, solve
 from ipuopt.exchange.validate import validate
 from ipuopt.io import FORMATS, check_output, parse_int, read_document, write_atomic, write_document
@@ -333,7 +333,7 @@ def validate_cmd(phase: Annotated[Path, typer.Argument(help="Phase (file or bund
         return
     if capacity is not None:
         raise InputError.one("", "--capacity", "is for a CSV arena's placement, not a schedule")
-    ph, sp, sched = _with_schedule(phase, schedule, spec)
+    ph, sp, sched = _with_schedule(phase, schedule, spec, doc)
     report = validate(ph, sp, sched)
     _print_report(report.violations, {"horizon": report.horizon,
                                        "violations": [v.to_dict() for v in report.violations]},
@@ -367,17 +367,20 @@ def _validate_placement(arena: Path, placement: Path, capacity: int | None, json
         problem = load_arena(arena)
     report = validate_placement(problem, load_offsets(placement, problem))
     peak = f"peak {report.peak} of {problem.capacity} bytes"
-    found = [{"rule": v.rule, "buffers": list(v.buffers), "detail": v.detail} for v in report.violations]
-    doc = {"peak": report.peak, "conflicts": report.conflicts, "violations": found}
+    doc = {"peak": report.peak, "conflicts": report.conflicts,
+           "violations": [v.to_dict() for v in report.violations]}
     _print_report(report.violations, doc,
                   f"ok: {len(problem.buffers)} buffers, {peak}, conflict weight {report.conflicts}", peak,
                   json_out)
 
 
-def _with_schedule(phase: Path, schedule: Path, spec: str | None) -> tuple[Any, Any, Schedule]:
-    """A phase, its spec and a schedule made for it (one made for another phase says so)."""
+def _with_schedule(phase: Path, schedule: Path, spec: str | None, doc: Any = None
+                   ) -> tuple[Any, Any, Schedule]:
+    """A phase, its spec and a schedule made for it (one made for another phase says so);
+    `doc` is the schedule file's content when it was read already."""
     ph, sp = load_phase(phase, spec)
-    return ph, sp, schedule_for(load_schedule(schedule), ph, str(schedule))
+    sched = load_schedule(schedule) if doc is None else schedule_from_dict(doc, str(schedule))
+    return ph, sp, schedule_for(sched, ph, str(schedule))
 
 
 def _print_chain(chain: list[dict[str, Any]]) -> None:
@@ -537,7 +540,6 @@ PlanOpt = Annotated[Path | None, typer.Option(help="A layout plan JSON; its `cho
 
 def _parse_layouts(items: list[str], spec, where: str = "--layout") -> dict:
     """OP=LAYOUT items, every bad one reported."""
-    from ipuopt.errors import Problem
     from ipuopt.workloads.gemm import GemmLayout
 
     out, problems = {}, []
@@ -788,13 +790,13 @@ def render_cmd(
 ) -> None:
     """A schedule (or a program run) as a timeline: tiles' transmit and receive lanes, multicast
     and paired sends, the critical chain; hover for details, wheel to zoom."""
-    from ipuopt.render.save import save
+    from ipuopt.render.save import PICTURES, save
     from ipuopt.render.views import phase_view, program_view
 
     if (program is None) == (phase is None or schedule is None):
         raise InputError.one("", "PHASE SCHEDULE/--program",
                              "give a phase and its schedule, or --program RUN.json")
-    _check_out(out, phase, schedule, program, spec, suffixes=(".html", ".png"))
+    _check_out(out, phase, schedule, program, spec, suffixes=PICTURES)
     if program is not None:
         doc = read_document(program)
         if not isinstance(doc, dict) or not isinstance(doc.get("boundaries"), list):
@@ -822,13 +824,13 @@ def render_arena_cmd(
 ) -> None:
     """A placement as boxes of address against program step; conflicts marked."""
     from ipuopt.arena.problem import load_arena, load_csv, load_offsets
-    from ipuopt.render.save import save
+    from ipuopt.render.save import PICTURES, save
     from ipuopt.render.views import arena_boxes
 
     if (csv_in is None) == (arena is None or placement is None):
         raise InputError.one("", "ARENA PLACEMENT/--csv", "give an arena and its placement, or --csv FILE "
                                                           "--capacity BYTES")
-    _check_out(out, arena, placement, csv_in, suffixes=(".html", ".png"))
+    _check_out(out, arena, placement, csv_in, suffixes=PICTURES)
     if csv_in is not None:
         if capacity is None or capacity <= 0:
             raise InputError.one(str(csv_in), "--capacity", "required with --csv, in bytes > 0")
@@ -888,7 +890,7 @@ ExchangeOpt = Annotated[str, typer.Option(help="Price exchange by load bounds (b
 
 
 def _build_layout_problem(workload: str, spec: str, within: float, min_utilisation: float,
-                          quiet: bool, exchange: str = "bound", check=None):  # noqa: ANN001
+                          quiet: bool, exchange: str = "bound", check: Callable[[], None] | None = None):
     from ipuopt.layout.build import build_problem
     from ipuopt.workloads.workload import load_workload
 

@@ -127,10 +127,14 @@ class SolveParams:
         fields.update(changes)
         return SolveParams(**fields)
 
+    def limit(self, default: float | None = DEFAULT_TIME_LIMIT) -> float | None:
+        """The time limit given, or `default` when none was."""
+        return default if self.time_limit is None else float(self.time_limit)
+
     def budget(self, default: float | None = DEFAULT_TIME_LIMIT) -> float | None:
         """Seconds this stage may take: its time limit (`default` when none), and never past
         the command's deadline."""
-        limit = default if self.time_limit is None else float(self.time_limit)
+        limit = self.limit(default)
         left = self.stop.left()
         if left is None:
             return limit
@@ -139,7 +143,7 @@ class SolveParams:
     def start_clock(self, default: float | None = DEFAULT_TIME_LIMIT, since: float | None = None) -> None:
         """Arm the wall-clock deadline `since` a moment (time.monotonic(); default now), the
         earlier one kept if one is armed already (the CLI arms it from the command's start)."""
-        limit = default if self.time_limit is None else float(self.time_limit)
+        limit = self.limit(default)
         if limit is not None:
             self.stop.until((time.monotonic() if since is None else since) + limit)
 

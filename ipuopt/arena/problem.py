@@ -230,6 +230,22 @@ def load_arena(path: str | Path) -> Arena:
 _CSV_ALIASES = {"buffer": "id", "start": "lower", "begin": "lower", "end": "upper"}
 
 
+def _csv_rows(p: Path, needed: set[str]) -> list[dict[str, str]]:
+    """The rows of an allocator CSV, its columns named as ipuopt names them (`_CSV_ALIASES`)."""
+    try:
+        text = note_input(p).read_text()
+    except UnicodeDecodeError:
+        raise InputError.one(str(p), "", "not UTF-8 text (a binary file?)") from None
+    with io.StringIO(text, newline="") as handle:
+        reader = csv.DictReader(handle)
+        header = [_CSV_ALIASES.get(h.strip(), h.strip()) for h in reader.fieldnames or []]
+        missing = needed - set(header)
+        if missing:
+            raise InputError.one(str(p), "header", f"missing columns: {', '.join(sorted(missing))}")
+        reader.fieldnames = header
+        return list(reader)
+
+
 def load_csv(path: str | Path, capacity: int, element_bytes: int | None = None) -> Arena:
     """The public allocator CSV: id,lower,upper,size (live over [lower, upper)); the
     names buffer, start (or begin) and end are accepted for id, lower and upper."""
@@ -240,26 +256,15 @@ def load_csv(path: str | Path, capacity: int, element_bytes: int | None = None) 
         raise InputError.one(str(p), "--capacity", f"must be in 1..{MAX_BYTES}")
     problems: list[Problem] = []
     buffers, raw_ids = [], []
-    try:
-        text = note_input(p).read_text()
-    except UnicodeDecodeError:
-        raise InputError.one(str(p), "", "not UTF-8 text (a binary file?)") from None
-    with io.StringIO(text, newline="") as handle:
-        reader = csv.DictReader(handle)
-        header = [_CSV_ALIASES.get(h.strip(), h.strip()) for h in reader.fieldnames or []]
-        missing = {"id", "lower", "upper", "size"} - set(header)
-        if missing:
-            raise InputError.one(str(p), "header", f"missing columns: {', '.join(sorted(missing))}")
-        reader.fieldnames = header
-        for n, row in enumerate(reader, start=2):
-            raw_ids.append(str(row.get("id")))
-            vals = {k: parse_int(row.get(k)) for k in ("lower", "upper", "size")}
-            bad = [k for k, v in vals.items() if v is None]
-            if bad or vals["size"] <= 0 or not 0 <= vals["lower"] < vals["upper"] <= MAX_STEPS:  # type: ignore[operator]
-                problems.append(Problem(str(p), f"line {n} (buffer {row.get('id')})",
-                                        f"needs integers 0 <= lower < upper <= {MAX_STEPS} and size > 0"))
-                continue
-            buffers.append(Buffer(str(row["id"]), vals["size"], vals["lower"], vals["upper"]))  # type: ignore[arg-type]
+    for n, row in enumerate(_csv_rows(p, {"id", "lower", "upper", "size"}), start=2):
+        raw_ids.append(str(row.get("id")))
+        vals = {k: parse_int(row.get(k)) for k in ("lower", "upper", "size")}
+        bad = [k for k, v in vals.items() if v is None]
+        if bad or vals["size"] <= 0 or not 0 <= vals["lower"] < vals["upper"] <= MAX_STEPS:  # type: ignore[operator]
+            problems.append(Problem(str(p), f"line {n} (buffer {row.get('id')})",
+                                    f"needs integers 0 <= lower < upper <= {MAX_STEPS} and size > 0"))
+            continue
+        buffers.append(Buffer(str(row["id"]), vals["size"], vals["lower"], vals["upper"]))  # type: ignore[arg-type]
     arena = Arena(buffers, capacity, element_bytes or capacity, [], "", "", p.stem, str(p))
     problems += check_arena(arena, raw_ids)
     if problems:
@@ -276,9 +281,7 @@ def load_offsets(path: str | Path, arena: Arena) -> dict[str, int]:
     if p.suffix.lower() == ".csv":
         if not p.is_file():
             raise InputError.one(file, "", "file not found")
-        with io.StringIO(note_input(p).read_text(), newline="") as handle:
-            rows = list(csv.DictReader(handle))
-        raw: Any = {str(r.get("id", r.get("buffer", ""))): r.get("offset") for r in rows}
+        raw: Any = {r["id"]: r["offset"] for r in _csv_rows(p, {"id", "offset"})}
     else:
         doc = read_document(p)
         if not isinstance(doc, dict) or not isinstance(doc.get("offsets"), dict):

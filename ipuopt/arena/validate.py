@@ -16,6 +16,9 @@ class PlacementViolation:
     def __str__(self) -> str:
         return f"{self.rule}: {', '.join(self.buffers)}: {self.detail}"
 
+    def to_dict(self) -> dict:
+        return {"rule": self.rule, "buffers": list(self.buffers), "detail": self.detail}
+
 
 @dataclass
 class PlacementReport:

@@ -41,6 +41,7 @@ def solve_auto(spec: Spec, timings: list[Timing], hint: tuple[dict[str, int], di
     small = len(timings) <= CPSAT_UP_TO
     phase = Phase(spec_ref=spec.name, transfers=[tm.transfer for tm in timings])
     by, hint_h = "greedy", horizon_of(timings, *hint)  # who made the best schedule so far, its horizon
+
     def check() -> None:  # a timed greedy ends with the deadline, and on large phases at 40%
         params.stop.check()
         if not small and time.perf_counter() - t0 > 0.4 * limit:

@@ -228,7 +228,7 @@ def solve_cpsat(spec: Spec, timings: list[Timing], hint: tuple[dict[str, int], d
     em.model.add_hint(em.horizon, upper)
     build = time.perf_counter() - t0
     tell({"stage": "cpsat: search"})
-    solver = new_solver(params, None if limit is None else limit * split)
+    solver = new_solver(params, limit * split)
     code = cpsat.solve(em.model, solver, progress)
     extras = {"build_s": round(build, 3), **em.stats}
 

@@ -15,7 +15,7 @@ from ipuopt.exchange.phase import Phase
 from ipuopt.exchange.schedule import Schedule
 from ipuopt.exchange.timing import phase_timings
 from ipuopt.exchange.validate import validate
-from ipuopt.params import DEFAULT_TIME_LIMIT, Interrupted, Progress, SolveParams, run_interruptible
+from ipuopt.params import Interrupted, Progress, SolveParams, run_interruptible
 from ipuopt.result import Result, Status, gap
 from ipuopt.spec import Spec
 
@@ -148,7 +148,7 @@ def solve(phase: Phase, spec: Spec, backend: str = "greedy",
     timings, bounds, ours = kept["timings"], kept["bounds"], greedy.bound
     extra: dict[str, Any] = {"greedy_horizon": greedy.value, "greedy_rule": greedy.solver.split("/", 1)[1]}
     if limit is not None:
-        extra["time_limit_s"] = DEFAULT_TIME_LIMIT if params.time_limit is None else params.time_limit
+        extra["time_limit_s"] = params.limit()
     result = found if found is not None else greedy
     if backend != "greedy":
         if found is None or found is greedy:

@@ -9,10 +9,12 @@ from ipuopt.errors import InputError
 from ipuopt.io import write_atomic
 from ipuopt.render.views import View
 
+PICTURES = (".html", ".png")  # what `save` can write
+
 
 def picture_kind(out: str | Path) -> str:
     kind = Path(out).suffix.lower().lstrip(".")
-    if kind not in ("html", "png"):
+    if f".{kind}" not in PICTURES:
         raise InputError.one(str(out), "--out", "name a .html or .png file")
     return kind
 
