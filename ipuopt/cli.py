@@ -28,6 +28,7 @@ from ipuopt.io import FORMATS, check_output, parse_int, read_document, write_ato
 from ipuopt.params import DEFAULT_TIME_LIMIT, Interrupted, SolveParams, Stopped
 from ipuopt.profiles import load_profile
 from ipuopt.spec import diff_specs, load_spec, spec_names
+from ipuopt.workloads.fragments import grain_name, parse_grain
 
 START = time.monotonic()  # the command's start: a time limit counts from here
 
@@ -536,6 +537,10 @@ def _plan_layouts(plan: Path | None, wl, spec) -> dict:
 
 
 PlanOpt = Annotated[Path | None, typer.Option(help="A layout plan JSON; its `choice` gives the layouts.")]
+GrainOpt = Annotated[str | None, typer.Option(
+    metavar="BYTES", help="How boxes become transfers: contiguous runs (default), runs cut every BYTES "
+                          "bytes (a multiple of the word; 256 as the reference compiler), or 'box' (one "
+                          "transfer per box, at its first element).")]
 
 
 def _parse_layouts(items: list[str], spec, where: str = "--layout") -> dict:
@@ -565,6 +570,7 @@ def gen_cmd(
     out_dir: Annotated[Path | None, typer.Option(help="Write one phase file per phase here.")] = None,
     arena: Annotated[bool, typer.Option("--arena", help="Also write the workload's arena file.")] = False,
     plan: PlanOpt = None,
+    grain: GrainOpt = None,
     json_out: JsonOpt = False,
     quiet: QuietOpt = False,
 ) -> None:
@@ -577,8 +583,9 @@ def gen_cmd(
         raise InputError.one("", "--arena", "needs --out-dir to write the arena file into")
     wl = load_workload(workload)
     sp = load_spec(spec, field="--spec")
+    cut = parse_grain(grain, sp)
     with _Progress(quiet, f"gen {wl.name}"):
-        gen = generate(wl, sp, {**_plan_layouts(plan, wl, sp), **_parse_layouts(layout, sp)})
+        gen = generate(wl, sp, {**_plan_layouts(plan, wl, sp), **_parse_layouts(layout, sp)}, cut)
         stats = [phase_stats(gp, sp) for gp in gen.phases]
     rows = []
     for gp, st in zip(gen.phases, stats, strict=True):
@@ -598,18 +605,20 @@ def gen_cmd(
         write_atomic(path, yaml.safe_dump(doc, sort_keys=False, width=200))
     layouts = {op: c.to_dict() for op, c in gen.layouts.items()}
     if json_out:
-        print(json.dumps({"workload": wl.name, "spec": sp.name, "layouts": layouts,
-                          "phases": rows}, indent=1))
+        print(json.dumps({"workload": wl.name, "spec": sp.name, "grain": grain_name(cut),
+                          "layouts": layouts, "phases": rows}, indent=1))
         return
     for op, c in layouts.items():
         print(f"{op:<10} {c['layout']:<28} tiles {c['tiles']:>5}  compute {c['compute']:>8}  "
               f"memory {c['memory']}")
-    print(f"{'phase':<28} {'transfers':>9} {'endpoints':>9} {'src words':>10} {'delivered':>10} "
-          f"{'bound':>7}  fanout")
+    print(f"transfers at grain {grain_name(cut)}; 'box': the same phase with every box moved whole")
+    print(f"{'phase':<26} {'transfers':>9} {'receives':>9} {'median d':>8} {'src words':>10} "
+          f"{'bound':>7} {'box':>6} {'box rcv':>8}  fanout")
     for r in rows:
         fan = " ".join(f"{k}:{v}" for k, v in r["fanout"].items())
-        print(f"{r['phase']:<28} {r['transfers']:>9} {r['endpoints']:>9} {r['source_words']:>10} "
-              f"{r['delivered_words']:>10} {r['endpoint_bound']:>7}  {fan}")
+        print(f"{r['phase']:<26} {r['transfers']:>9} {r['receives']:>9} {r['median_payload_cycles']:>8g} "
+              f"{r['source_words']:>10} {r['endpoint_bound']:>7} {r['box']['transfers']:>6} "
+              f"{r['box']['receives']:>8}  {fan}")
 
 
 @app.command("run")
@@ -625,6 +634,7 @@ def run_cmd(
                                                      "proportion to their transfers.")] = None,
     out: Annotated[Path | None, typer.Option(help="Write the run here (.json or .yaml; for render "
                                                   "--program).")] = None,
+    grain: GrainOpt = None,
     json_out: JsonOpt = False,
     quiet: QuietOpt = False,
 ) -> None:
@@ -638,8 +648,9 @@ def run_cmd(
     params.start_clock(None if backend == "greedy" else DEFAULT_TIME_LIMIT, since=START)
     wl = load_workload(workload)
     sp = load_spec(spec, field="--spec")
+    cut = parse_grain(grain, sp)
     with _Progress(quiet, f"run {wl.name}") as progress:
-        gen = generate(wl, sp, {**_plan_layouts(plan, wl, sp), **_parse_layouts(layout, sp)})
+        gen = generate(wl, sp, {**_plan_layouts(plan, wl, sp), **_parse_layouts(layout, sp)}, cut)
         run = run_program(gen, backend, params, progress)
     doc = run.to_dict()
     if out:
@@ -859,13 +870,15 @@ def layout_problem_cmd(
     within: WithinOpt = 0.0,
     min_utilisation: UtilOpt = 0.5,
     exchange: ExchangeOpt = "bound",
+    grain: GrainOpt = None,
     json_out: JsonOpt = False,
     quiet: QuietOpt = False,
 ) -> None:
     """Price every candidate layout of a workload's operators and the redistributions that can
     matter; write the layout problem that `ipuopt layout` solves."""
     _check_out(out, workload, spec)
-    problem, doc, _ = _build_layout_problem(workload, spec, within, min_utilisation, quiet, exchange)
+    problem, doc, _ = _build_layout_problem(workload, spec, within, min_utilisation, quiet, exchange,
+                                            grain=grain)
     write_document(out, doc)
     kept = doc["kept"]
     if json_out:
@@ -876,7 +889,8 @@ def layout_problem_cmd(
     for op, n in kept["enumerated"].items():
         print(f"  {op:<14} {n:>7} candidates, {kept['kept'][op]:>5} kept")
     print(f"reference plan {kept['reference_cycles']} cycles; kept: every candidate that can be in a plan "
-          f"within {kept['within']:.0%} of it; exchange priced by {kept['exchange']}")
+          f"within {kept['within']:.0%} of it; exchange priced by {kept['exchange']} at grain "
+          f"{kept['grain']}")
     if kept["exchange"] == "greedy":
         print(f"greedy: {kept['phases_scheduled']} phases scheduled; every plan left out costs more than "
               f"{kept['excluded_above']} cycles")
@@ -890,7 +904,8 @@ ExchangeOpt = Annotated[str, typer.Option(help="Price exchange by load bounds (b
 
 
 def _build_layout_problem(workload: str, spec: str, within: float, min_utilisation: float,
-                          quiet: bool, exchange: str = "bound", check: Callable[[], None] | None = None):
+                          quiet: bool, exchange: str = "bound", check: Callable[[], None] | None = None,
+                          grain: str | None = None):
     from ipuopt.layout.build import build_problem
     from ipuopt.workloads.workload import load_workload
 
@@ -900,9 +915,11 @@ def _build_layout_problem(workload: str, spec: str, within: float, min_utilisati
         raise InputError.one("", "--min-utilisation", f"must be in (0, 1], got {min_utilisation}")
     wl = load_workload(workload)
     sp = load_spec(spec, field="--spec")
+    cut = parse_grain(grain, sp)
     with _Progress(quiet, f"layout problem {wl.name} on {sp.name}") as progress:
         problem, doc = build_problem(wl, sp, within, min_utilisation,
-                                     lambda m: progress({"task": m}), exchange=exchange, check=check)
+                                     lambda m: progress({"task": m}), exchange=exchange, check=check,
+                                     grain=cut)
     problem.extra["workload"] = doc["workload"] = workload
     return problem, doc, (wl, sp)
 
@@ -925,6 +942,7 @@ def layout_cmd(
     within: WithinOpt = 0.0,
     min_utilisation: UtilOpt = 0.5,
     exchange: ExchangeOpt = "bound",
+    grain: GrainOpt = None,
     workers: Annotated[int | None, typer.Option(help="Solver threads.")] = None,
     seed: Annotated[int | None, typer.Option(help="Random seed.")] = None,
     out: Annotated[Path | None, typer.Option(help="Write the plan JSON here.")] = None,
@@ -957,15 +975,16 @@ def layout_cmd(
         ref = str(path) if Path(problem).exists() else str(problem)  # a bundled name stays a name
         try:
             problem_, _, built = _build_layout_problem(ref, spec, within, min_utilisation, quiet, exchange,
-                                                       params.stop.check)
+                                                       params.stop.check, grain)
         except Stopped:
             _err(f"error: the time limit ({time_limit:g} s) ran out while building the layout problem of "
                  f"{ref}; give more time, or build it once with `ipuopt layout-problem` and solve that file")
             raise typer.Exit(1) from None
     else:
-        if exchange != "bound":
-            raise InputError.one(str(path), "--exchange", "prices are chosen when a problem is built: "
-                                                          "give a workload, or use `ipuopt layout-problem`")
+        for name, given in (("--exchange", exchange != "bound"), ("--grain", grain is not None)):
+            if given:
+                raise InputError.one(str(path), name, "prices are chosen when a problem is built: give "
+                                                      "a workload, or use `ipuopt layout-problem`")
         problem_ = layout_problem_from_dict(doc, str(path))
     with _solver_log(verbose):
         result = plan(problem_, solver, params, k, width, beam)
@@ -983,7 +1002,9 @@ def layout_cmd(
             built = (load_workload(ref), load_spec(problem_.extra["spec"], field="spec"))
         plans = result.get("plans") or [{"rank": 1, "cycles": result["cycles"], "choice": result["choice"]}]
         with _Progress(quiet, "rerank") as progress:
-            result["rerank"] = rerank_plans(plans, *built, rerank_backend, rerank_params, progress)
+            kept = problem_.extra.get("kept") or {}
+            cut = parse_grain(kept.get("grain"), built[1], "kept.grain")
+            result["rerank"] = rerank_plans(plans, *built, rerank_backend, rerank_params, progress, cut)
     if out:
         write_document(out, result, protect=(path,))
     if json_out:

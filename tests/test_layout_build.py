@@ -50,11 +50,13 @@ def _source(wl, gen, tensor):
     return pricing.input_held(wl, tensor, gen.spec)
 
 
+@pytest.mark.parametrize("grain", ["box", None, 64])
 @pytest.mark.parametrize("workload,spec_name", [("mini-mlp", "test64"), ("mini-attention", "test64")])
-def test_prices_are_the_generated_phases(workload, spec_name):
-    """For random layouts: the weight broadcast, reduction and every operand move priced in
-    closed form or from boxes equal the load bound of exactly the transfers `gen` emits for
-    them, which never exceeds the phase's endpoint bound; each move's floor is below it."""
+def test_prices_are_the_generated_phases(workload, spec_name, grain):
+    """For random layouts and each grain: the weight broadcast, reduction and every operand
+    move priced in closed form or from boxes equal the load bound of exactly the transfers
+    `gen` emits for them, which never exceeds the phase's endpoint bound; each move's floor
+    is below it."""
     wl, spec = load_workload(workload), load_spec(spec_name)
     rng = random.Random(7)
     gemms = [op for op in wl.operators if op.kind == "gemm"]
@@ -63,27 +65,28 @@ def test_prices_are_the_generated_phases(workload, spec_name):
                for op in gemms}
     for _ in range(6):
         chosen = {name: rng.choice(pool).layout for name, pool in pools.items()}
-        gen = generate(wl, spec, chosen)
+        gen = generate(wl, spec, chosen, grain)
         for gp in gen.phases:
             assert lanes_bound(gp.phase.transfers, spec) <= endpoint_bound(
                 phase_timings(gp.phase, spec), spec).value
         by_phase = {gp.phase.name: gp for gp in gen.phases}
         for op in gemms:
             cand = gen.layouts[op.name]
-            own = pricing.own_exchange(wl, op, cand, spec)
+            own = pricing.own_exchange(wl, op, cand, spec, grain)
             if cand.layout.parts > 1:
                 red = by_phase[f"{op.name}-reduction"].phase.transfers
                 assert own["reduction"] == lanes_bound(red, spec)
             first = next(gp for gp in gen.phases if gp.phase.name.startswith(f"{op.name}-")
                          and not gp.phase.name.endswith("reduction"))
-            carried = {d.transfer: d.tensor for d in first.deliveries}
+            carried = {t: d.tensor for d in first.deliveries for t in d.transfers}
             for which, view in enumerate(op.inputs):
                 mine = [t for t in first.phase.transfers if carried[t.id] == view.tensor]
                 if wl.tensors[view.tensor].weight:
                     assert own["weights"] == lanes_bound(mine, spec)
                     continue
                 needs = operand_needs(wl, op, cand, which, 0)
-                priced = pricing.move_bound(_source(wl, gen, view.tensor), needs, wl.elem_bytes, spec)
+                priced = pricing.move_bound(_source(wl, gen, view.tensor), needs, wl.elem_bytes, spec,
+                                            grain)
                 assert priced == lanes_bound(mine, spec), (op.name, view.tensor)
                 src = view.tensor
                 held = largest.get(src) or _source(wl, gen, src).largest()
@@ -128,10 +131,11 @@ def test_greedy_prices_are_the_scheduled_phases():
     """`--exchange greedy`: the first operator's own exchange and input move are the greedy
     horizons of exactly the transfers `gen` emits for them in the whole program (same
     buffers), never below the load bounds; the plan is feasible, not optimal, when plans left
-    out of the problem may be cheaper, with the bound they cannot go below."""
+    out of the problem may be cheaper, with the bound they cannot go below. (Whole boxes:
+    runs are ten times as many transfers to schedule, and grains are priced alike.)"""
     wl, spec = load_workload("mini-mlp"), load_spec("test64")
-    problem, doc = build_problem(wl, spec, min_utilisation=0.9, exchange="greedy")
-    _, bound_doc = build_problem(wl, spec, min_utilisation=0.9)
+    problem, doc = build_problem(wl, spec, min_utilisation=0.9, exchange="greedy", grain="box")
+    _, bound_doc = build_problem(wl, spec, min_utilisation=0.9, grain="box")
     assert doc["kept"]["exchange"] == "greedy" and doc["kept"]["phases_scheduled"] > 0
     first = doc["operators"]["gemm1"]["candidates"]
     x_rows = {r["to"]: r["cycles"] for r in doc["redistribution"] if r["tensor"] == "x"}
@@ -140,10 +144,10 @@ def test_greedy_prices_are_the_scheduled_phases():
         why = cand["why"]
         assert why["weights"] >= why["bound"]["weights"] and why["reduction"] >= why["bound"]["reduction"]
         assert cand["exchange"] == why["weights"] + why["reduction"]
-        gen = generate(wl, spec, {"gemm1": GemmLayout.parse(cand["id"], spec)})
+        gen = generate(wl, spec, {"gemm1": GemmLayout.parse(cand["id"], spec)}, "box")
         by_name = {gp.phase.name: gp for gp in gen.phases}
         inp = by_name["gemm1-input"]
-        carried = {d.transfer: d.tensor for d in inp.deliveries}
+        carried = {t: d.tensor for d in inp.deliveries for t in d.transfers}
         assert why["weights"] == _greedy_horizon(
             [t for t in inp.phase.transfers if carried[t.id] == "w1"], spec)
         red = by_name.get("gemm1-reduction")

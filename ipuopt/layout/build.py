@@ -31,6 +31,7 @@ from ipuopt.layout.pricing import (
 )
 from ipuopt.layout.problem import LayoutProblem, layout_problem_from_dict
 from ipuopt.spec import Spec
+from ipuopt.workloads.fragments import Grain, grain_name
 from ipuopt.workloads.gemm import Candidate, activation_region, enumerate_candidates
 from ipuopt.workloads.phases import operand_needs
 from ipuopt.workloads.workload import Operator, Workload
@@ -70,6 +71,7 @@ class Report:
     within: float = 0.0
     limit: float = 0.0
     exchange: str = "bound"
+    grain: Grain = None
     scheduled: int = 0
     seconds: float = 0.0
 
@@ -77,6 +79,7 @@ class Report:
         return {"enumerated": self.enumerated, "kept": self.kept, "redistribution_rows": self.rows,
                 "pairs_priced": self.pairs_priced, "reference_cycles": self.reference,
                 "within": self.within, "exchange": self.exchange,
+                "grain": grain_name(self.grain),
                 **({"phases_scheduled": self.scheduled} if self.exchange == "greedy" else {}),
                 "excluded_above": math.floor(self.limit), "rule": (
                     "kept: candidates that can be part of a plan within `within` of the reference "
@@ -95,8 +98,9 @@ def _need_label(op: Operator, which: int, c: Candidate) -> str:
 
 class _Builder:
     def __init__(self, wl: Workload, spec: Spec, min_utilisation: float,
-                 progress: Callable[[str], None] | None, check: Callable[[], None] | None = None) -> None:
-        self.wl, self.spec = wl, spec
+                 progress: Callable[[str], None] | None, check: Callable[[], None] | None = None,
+                 grain: Grain = None) -> None:
+        self.wl, self.spec, self.grain = wl, spec, grain
         self.say = progress or (lambda _m: None)
         self.check = check or (lambda: None)  # may raise to stop (Ctrl-C, the deadline)
         self.act = activation_region(spec)
@@ -109,7 +113,7 @@ class _Builder:
         self.exact: dict[tuple[str, str], int] = {}  # (graph input, need label) -> cycles
         self.alike: dict[tuple, int] = {}
         self.cands: dict[str, list[_Cand]] = {}
-        self.report = Report()
+        self.report = Report(grain=grain)
         for op in self.ops:
             if op.kind == "gemm":
                 self.cands[op.name] = self._gemms(op, min_utilisation)
@@ -154,7 +158,8 @@ class _Builder:
         if need not in self.need_boxes:
             self.need_boxes[need] = operand_needs(self.wl, nop, nc, which, 0)
         self.report.pairs_priced += 1
-        return move_bound(self._held_of(t, have), self.need_boxes[need], self.wl.elem_bytes, self.spec)
+        return move_bound(self._held_of(t, have), self.need_boxes[need], self.wl.elem_bytes, self.spec,
+                          self.grain)
 
     def _gemms(self, op: Operator, min_utilisation: float) -> list[_Cand]:
         wl, spec = self.wl, self.spec
@@ -170,7 +175,7 @@ class _Builder:
             bb = c.batches_per_group
             piece = bb * math.ceil(mb / lay.sub_a) * math.ceil(nb / lay.sub_b) if lay.parts > 1 \
                 else bb * mb * nb
-            own = own_exchange(wl, op, c, spec)
+            own = own_exchange(wl, op, c, spec, self.grain)
             needs, blocks = {}, {}
             for which, t in self._inputs(op):
                 label = _need_label(op, which, c)
@@ -324,7 +329,7 @@ class _Builder:
         working on load bounds (`_Cand.own`), so what is kept is what bound prices keep."""
         from ipuopt.layout.scheduled import GreedyPricer
 
-        self.pricer = GreedyPricer(self.wl, self.spec)
+        self.pricer = GreedyPricer(self.wl, self.spec, self.grain)
         for op in self.ops:
             for c in cands[op.name] if op.kind == "gemm" else ():
                 own = self.pricer.own(op, c.source)  # type: ignore[arg-type]
@@ -388,20 +393,21 @@ def _covers(a: dict, b: dict) -> bool:
 def build_problem(wl: Workload, spec: Spec, within: float = 0.0, min_utilisation: float = 0.5,
                   progress: Callable[[str], None] | None = None, reference_width: int = 6,
                   exchange: str = "bound", check: Callable[[], None] | None = None,
-                  ) -> tuple[LayoutProblem, dict[str, Any]]:
+                  grain: Grain = None) -> tuple[LayoutProblem, dict[str, Any]]:
     """The layout problem of `wl` on `spec` and its document (the problem file's content).
 
     `exchange="greedy"` prices the kept candidates and redistributions by greedy horizons
     instead of load bounds; what is kept is still decided by load bounds, so a plan left
     out costs more than the limit under either pricing (`excluded_above`). `check` is called
-    as moves are priced and may raise to stop the build."""
+    as moves are priced and may raise to stop the build. Phases are priced as `ipuopt gen`
+    emits them at `grain` (`workloads.fragments`)."""
     if exchange not in EXCHANGE_PRICES:
         raise InputError.one("", "--exchange", f"unknown pricing {exchange!r} (one of "
                                                f"{', '.join(EXCHANGE_PRICES)})")
     from ipuopt.layout.solve import plan  # the reference plan is solved exactly
 
     t0 = time.perf_counter()
-    b = _Builder(wl, spec, min_utilisation, progress, check)
+    b = _Builder(wl, spec, min_utilisation, progress, check, grain)
     b.report.within, b.report.exchange = within, exchange
     b.refresh(b.cands, exact=False)
     for width in (reference_width, 4 * reference_width, 16 * reference_width):

@@ -7,7 +7,8 @@ lane's work plus the shortest route (the endpoint bound with each transfer at it
 cheapest width and the shortest latency, so never above it, nor above the optimum).
 
 The transfers priced are exactly those `ipuopt gen` emits (`workloads.phases`): pieces
-held, boxes needed, one multicast per overlap, split at the fan-out. A GEMM's own
+held, boxes needed, one multicast per overlap and fragment (at the generator's grain),
+split at the fan-out. A GEMM's own
 exchange is its weight broadcast (row 0 of the grid to the other rows) and its reduction,
 each priced as a phase of its own, in closed form; moving an activation (or a graph
 input) into the layout a consumer needs is priced from its boxes.
@@ -23,6 +24,7 @@ import numpy as np
 from ipuopt.exchange.timing import payload_cycles
 from ipuopt.spec import Spec
 from ipuopt.workloads.boxes import Box, split, volume
+from ipuopt.workloads.fragments import Grain, lane_work, runs_of
 from ipuopt.workloads.gemm import PARTIAL_BYTES, Candidate
 from ipuopt.workloads.phases import Need, SpmdAllocator, default_input_layout, output_pieces
 from ipuopt.workloads.workload import Operator, Workload
@@ -79,30 +81,39 @@ class Lanes:
         return max(rx + ex.tx_overhead + lat0 - ex.rx_lead if rx else 0, tx + lat0 if tx else 0)
 
 
-def move_bound(held: Held, needs: list[Need], elem: int, spec: Spec) -> int:
-    """Load bound of the phase that routes `needs` from `held` (as `ipuopt gen` would)."""
+def move_bound(held: Held, needs: list[Need], elem: int, spec: Spec, grain: Grain = None) -> int:
+    """Load bound of the phase that routes `needs` from `held` (as `ipuopt gen` would at
+    `grain`): every (need, piece) overlap at once, a block of needs at a time."""
     ex = spec.exchange
     lanes = Lanes(spec)
-    for need in needs:
-        tiles, box = need.tiles, need.box
-        nlo = np.array([r[0] for r in box])
-        nhi = np.array([r[1] for r in box])
-        ilo, ihi = np.maximum(held.lo, nlo), np.minimum(held.hi, nhi)
-        hit = np.nonzero(np.all(ilo < ihi, axis=1))[0]
-        if not len(hit):
+    block = max(1, 2_000_000 // max(1, len(held.tiles)))
+    for first in range(0, len(needs), block):
+        part = needs[first:first + block]
+        nlo = np.array([[r[0] for r in need.box] for need in part], dtype=np.int64)
+        nhi = np.array([[r[1] for r in need.box] for need in part], dtype=np.int64)
+        ilo = np.maximum(held.lo[None], nlo[:, None])
+        ihi = np.minimum(held.hi[None], nhi[:, None])
+        n, p = np.nonzero(np.all(ilo < ihi, axis=2))
+        if not len(n):
             continue
-        vol = np.prod(ihi[hit] - ilo[hit], axis=1)
-        d = lanes.ds(-(-vol * elem // ex.word_bytes))
-        src = held.tiles[hit]
-        need_tiles = np.array(tiles)
-        inside = np.isin(src, need_tiles)
-        dst = len(tiles) - inside
-        chunks = -(-dst // ex.max_fanout)
-        np.add.at(lanes.tx, src, chunks * (ex.tx_overhead + d))
+        runs, run_bytes = runs_of(ilo[n, p], ihi[n, p], (held.lo[p], held.hi[p]), (nlo[n], nhi[n]),
+                                  elem, grain)
+        tx_work = lane_work(runs, run_bytes, grain, lambda w: ex.tx_overhead + lanes.ds(w),
+                            ex.word_bytes)
+        rx_work = lane_work(runs, run_bytes, grain, lambda w: ex.rx_lead + lanes.ds(w),
+                            ex.word_bytes)
+        sizes = np.array([len(need.tiles) for need in part], dtype=np.int64)
+        owner = np.repeat(np.arange(len(part)), sizes)  # need of each (need, tile) entry
+        tiles = np.array([t for need in part for t in need.tiles], dtype=np.int64)
+        src = held.tiles[p]
+        inside = np.isin(n * spec.tiles + src, owner * spec.tiles + tiles)
+        dst = sizes[n] - inside
         sent = dst > 0
-        lanes.rx[need_tiles] += int(np.sum((ex.rx_lead + d)[sent]))
+        np.add.at(lanes.tx, src, -(-dst // ex.max_fanout) * tx_work)
+        per_need = np.bincount(n[sent], weights=rx_work[sent], minlength=len(part)).astype(np.int64)
+        np.add.at(lanes.rx, tiles, per_need[owner])
         back = inside & sent  # a holder that needs the block does not receive its own piece
-        np.add.at(lanes.rx, src[back], -(ex.rx_lead + d[back]))
+        np.add.at(lanes.rx, src[back], -rx_work[back])
     return lanes.bound()
 
 
@@ -128,29 +139,38 @@ def input_held(wl: Workload, tensor: str, spec: Spec) -> Held:
     return Held.of([(p.tile, p.box) for p in default_input_layout(wl, spec, tensor, SpmdAllocator(spec), 0)])
 
 
-def own_exchange(wl: Workload, op: Operator, c: Candidate, spec: Spec) -> dict[str, int]:
+def own_exchange(wl: Workload, op: Operator, c: Candidate, spec: Spec, grain: Grain = None,
+                 ) -> dict[str, int]:
     """Load bounds of the GEMM's own phases, in closed form: the weight broadcast (when B is
-    a weight) and the reduction (when P > 1). The largest block holds the busiest lanes."""
+    a weight) and the reduction (when P > 1). The largest block holds the busiest lanes.
+    Both move whole stored boxes (one run each), so only a grain cuts them."""
     ex = spec.exchange
     lay = c.layout
     batch, m, k, n = wl.gemm_dims(op)
     lat0 = spec.latency(0, 1)
     mb, kb, nb = math.ceil(m / lay.rows), math.ceil(k / lay.parts), math.ceil(n / lay.cols)
     bb = c.batches_per_group
+
+    ds = Lanes(spec).ds
+
+    def work(nbytes: list[int], per: int) -> np.ndarray:
+        sizes = np.array(nbytes, dtype=np.int64)
+        return lane_work(np.ones_like(sizes), sizes, grain, lambda w: per + ds(w), ex.word_bytes)
+
     out = {"weights": 0, "reduction": 0}
     if wl.tensors[op.inputs[1].tensor].weight and lay.rows > 1:
         b_view = op.inputs[1]
         boxes = b_view.to_stored(((0, bb), (0, kb), (0, nb)), wl.tensors[b_view.tensor].shape)
-        ds = [fastest(math.ceil(volume(b) * wl.elem_bytes / ex.word_bytes), spec) for b in boxes]
+        nbytes = [volume(b) * wl.elem_bytes for b in boxes]
         chunks = math.ceil((lay.rows - 1) / ex.max_fanout)
-        tx = sum(chunks * (ex.tx_overhead + d) for d in ds)
-        rx = sum(ex.rx_lead + d for d in ds)
+        tx = chunks * int(work(nbytes, ex.tx_overhead).sum())
+        rx = int(work(nbytes, ex.rx_lead).sum())
         out["weights"] = max(tx + lat0, rx + ex.tx_overhead + lat0 - ex.rx_lead)
     if lay.parts > 1:
-        ds = [fastest(math.ceil(bb * (a1 - a0) * (b1 - b0) * PARTIAL_BYTES / ex.word_bytes), spec)
-              for a0, a1 in split(mb, lay.sub_a) for b0, b1 in split(nb, lay.sub_b)]
-        sends = [ex.tx_overhead + d for d in ds]
-        tx = sum(sends) - min(sends)  # a partial sends every piece but the one it owns
-        rx = (lay.parts - 1) * (ex.rx_lead + max(ds))
+        nbytes = [bb * (a1 - a0) * (b1 - b0) * PARTIAL_BYTES
+                  for a0, a1 in split(mb, lay.sub_a) for b0, b1 in split(nb, lay.sub_b)]
+        sends = work(nbytes, ex.tx_overhead)
+        tx = int(sends.sum() - sends.min())  # a partial sends every piece but the one it owns
+        rx = (lay.parts - 1) * int(work(nbytes, ex.rx_lead).max())
         out["reduction"] = max(tx + lat0, rx + ex.tx_overhead + lat0 - ex.rx_lead)
     return out

@@ -7,6 +7,7 @@ from typing import Any
 
 from ipuopt.params import Progress, SolveParams
 from ipuopt.spec import Spec
+from ipuopt.workloads.fragments import Grain
 from ipuopt.workloads.gemm import GemmLayout
 from ipuopt.workloads.phases import generate
 from ipuopt.workloads.program import run_program
@@ -15,14 +16,15 @@ from ipuopt.workloads.workload import Workload
 
 def rerank(plans: list[dict[str, Any]], wl: Workload, spec: Spec, solver: str = "greedy",
            params: SolveParams | dict | None = None, progress: Progress | None = None,
-           ) -> list[dict[str, Any]]:
-    """Per plan (rank, cycles, choice): its scheduled cycles, compute and exchange, and its
-    rank by scheduled cycles; `agrees` says whether both rankings put it at the same place."""
+           grain: Grain = None) -> list[dict[str, Any]]:
+    """Per plan (rank, cycles, choice): its scheduled cycles, compute and exchange (phases
+    generated at `grain`), and its rank by scheduled cycles; `agrees` says whether both
+    rankings put it at the same place."""
     gemms = {o.name for o in wl.operators if o.kind == "gemm"}
     out = []
     for p in plans:
         layouts = {op: GemmLayout.parse(cid, spec) for op, cid in p["choice"].items() if op in gemms}
-        run = run_program(generate(wl, spec, layouts), solver, params, progress).to_dict()
+        run = run_program(generate(wl, spec, layouts, grain), solver, params, progress).to_dict()
         out.append({"rank": p["rank"], "cycles": p["cycles"], "scheduled": run["total_cycles"],
                     "compute": run["compute_cycles"], "exchange": run["exchange_cycles"],
                     "sync": run["sync_cycles"], "choice": p["choice"]})

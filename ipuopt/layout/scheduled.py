@@ -14,6 +14,7 @@ from ipuopt.exchange.greedy import best_greedy, horizon_of
 from ipuopt.exchange.phase import Phase
 from ipuopt.exchange.timing import phase_timings
 from ipuopt.spec import Spec
+from ipuopt.workloads.fragments import Grain
 from ipuopt.workloads.gemm import Candidate, activation_region
 from ipuopt.workloads.phases import (
     Generation,
@@ -28,8 +29,8 @@ from ipuopt.workloads.workload import Operator, Workload
 
 
 class GreedyPricer:
-    def __init__(self, wl: Workload, spec: Spec) -> None:
-        self.wl, self.spec = wl, spec
+    def __init__(self, wl: Workload, spec: Spec, grain: Grain = None) -> None:
+        self.wl, self.spec, self.grain = wl, spec, grain
         self.phases = 0
 
     def _horizon(self, phase: Phase) -> int:
@@ -45,7 +46,7 @@ class GreedyPricer:
         `held`, counting the transfers of `tensors` only: input -> cycles, reduction -> cycles.
         A graph input A not in `held` arrives as `gen` allocates it (so the first operator's
         buffers are where `gen` puts them); other inputs not in `held` are not moved."""
-        gen = Generation(self.wl, self.spec, {op.name: c})
+        gen = Generation(self.wl, self.spec, {op.name: c}, self.grain)
         a, b = (v.tensor for v in op.inputs)
         if not self.wl.tensors[a].input:
             held.setdefault(a, [])
@@ -53,7 +54,7 @@ class GreedyPricer:
         gemm_phases(gen, op, c, held, alloc, 1)
         out = {"input": 0, "reduction": 0}
         for gp in gen.phases:
-            mine = {d.transfer for d in gp.deliveries if d.tensor in tensors}
+            mine = {t for d in gp.deliveries if d.tensor in tensors for t in d.transfers}
             phase = Phase(spec_ref=self.spec.name, name=gp.phase.name,
                           transfers=[t for t in gp.phase.transfers if t.id in mine])
             out["reduction" if gp.phase.name.endswith("-reduction") else "input"] = self._horizon(phase)

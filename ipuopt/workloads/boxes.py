@@ -31,9 +31,10 @@ def intersect(a: Box, b: Box) -> Box | None:
     return out if all(lo < hi for lo, hi in out) else None  # type: ignore[return-value]
 
 
-def linear_index(outer: Box, point: tuple[int, int, int]) -> int:
-    """Row-major index of `point` inside the buffer that stores `outer`."""
-    (b0, b1), (r0, r1), (c0, c1) = outer
+def linear_index(outer: Box, point):
+    """Row-major index of `point` (integers, or numpy arrays of them) inside the buffer that
+    stores `outer`."""
+    (b0, _), (r0, r1), (c0, c1) = outer
     b, r, c = point
     return ((b - b0) * (r1 - r0) + (r - r0)) * (c1 - c0) + (c - c0)
 

@@ -11,12 +11,14 @@ piece to its owner. Elementwise operators run in place on their input layout.
 Addresses come from an SPMD first-fit allocator (one offset per buffer on all
 tiles, 8-byte aligned): every operator allocates its A, B, partial, receive
 and output buffers; operator temporaries are freed when it ends, a tensor's
-buffer when its last consumer ends. An intersection box is addressed at its
-first element's row-major position inside the holding buffer.
+buffer when its last consumer ends. Each intersection box moves as the fragments
+`grain` asks for (`workloads.fragments`): contiguous runs with their true addresses by
+default, cut at a grain, or (`"box"`) whole, addressed at its first element.
 """
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections import Counter
 from dataclasses import dataclass, field
@@ -26,9 +28,10 @@ import numpy as np
 from ipuopt.errors import InputError
 from ipuopt.exchange.bounds import endpoint_bound
 from ipuopt.exchange.phase import Phase, Transfer
-from ipuopt.exchange.timing import phase_timings
+from ipuopt.exchange.timing import payload_cycles, phase_timings
 from ipuopt.spec import Spec
-from ipuopt.workloads.boxes import Box, View, linear_index, split, volume
+from ipuopt.workloads.boxes import Box, View, split, volume
+from ipuopt.workloads.fragments import Grain, fragments
 from ipuopt.workloads.gemm import (
     PARTIAL_BYTES,
     Candidate,
@@ -56,13 +59,15 @@ class Need:
 
 @dataclass(frozen=True)
 class Delivery:
-    """What a transfer carries, for coverage checks: a box of a tensor (or partial sums)."""
+    """A box of a tensor (or of partial sums) moved from one tile to others, and the
+    transfers (fragments, `nbytes` each) that carry it: for coverage checks and counts."""
 
-    transfer: str
+    transfers: tuple[str, ...]
     tensor: str
     box: Box
     src: int
     dst: tuple[int, ...]
+    nbytes: tuple[int, ...]
 
 
 @dataclass
@@ -79,6 +84,7 @@ class Generation:
     workload: Workload
     spec: Spec
     layouts: dict[str, Candidate]
+    grain: Grain = None
     phases: list[GeneratedPhase] = field(default_factory=list)
     buffers: list[dict] = field(default_factory=list)  # SPMD buffers with live op ranges
     compute: list[Compute] = field(default_factory=list)  # in program order
@@ -137,10 +143,11 @@ class SpmdAllocator:
 
 
 class _Router:
-    """Routes needs from a layout's pieces: one multicast per (piece, need) overlap."""
+    """Routes needs from a layout's pieces: one multicast per (piece, need) overlap and
+    fragment of it (every destination of a need receives the same bytes at one address)."""
 
-    def __init__(self, wl: Workload, spec: Spec, name: str) -> None:
-        self.wl, self.spec = wl, spec
+    def __init__(self, wl: Workload, spec: Spec, name: str, grain: Grain = None) -> None:
+        self.wl, self.spec, self.grain = wl, spec, grain
         self.transfers: list[Transfer] = []
         self.deliveries: list[Delivery] = []
         self.name = name
@@ -150,29 +157,67 @@ class _Router:
             return
         lo = np.array([[b[0] for b in p.box] for p in pieces])
         hi = np.array([[b[1] for b in p.box] for p in pieces])
+        near = _PieceIndex(lo, hi)
         wb = self.spec.exchange.word_bytes
         fan = self.spec.exchange.max_fanout
         for need in needs:
             nlo = np.array([b[0] for b in need.box])
             nhi = np.array([b[1] for b in need.box])
-            ilo, ihi = np.maximum(lo, nlo), np.minimum(hi, nhi)
-            hit = np.nonzero(np.all(ilo < ihi, axis=1))[0]
-            for i in hit:
+            some = near(nlo, nhi)
+            ilo, ihi = np.maximum(lo[some], nlo), np.minimum(hi[some], nhi)
+            hit = some[np.all(ilo < ihi, axis=1)]
+            ilo, ihi = np.maximum(lo[hit], nlo), np.minimum(hi[hit], nhi)
+            for i, box_lo, box_hi in zip(hit, ilo, ihi, strict=True):
                 piece = pieces[i]
-                box = tuple((int(a), int(b)) for a, b in zip(ilo[i], ihi[i], strict=True))
+                box = tuple((int(a), int(b)) for a, b in zip(box_lo, box_hi, strict=True))
                 dst = tuple(t for t in need.tiles if t != piece.tile)
                 if not dst:
                     continue
-                first = (box[0][0], box[1][0], box[2][0])
-                src_addr = piece.addr + linear_index(piece.box, first) * elem
-                dst_addr = need.addr + linear_index(need.box, first) * elem
-                words = math.ceil(volume(box) * elem / wb)  # type: ignore[arg-type]
+                src_off, dst_off, nbytes = fragments(box, piece.box, need.box, elem, self.grain)  # type: ignore[arg-type]
+                sizes = tuple(int(n) for n in nbytes)
                 for k in range(0, len(dst), fan):
-                    tid = f"{self.name}.{len(self.transfers)}"
                     chunk = dst[k:k + fan]
-                    self.transfers.append(Transfer(tid, piece.tile, chunk, words, src_addr,
-                                                   dst_addr))
-                    self.deliveries.append(Delivery(tid, tensor, box, piece.tile, chunk))  # type: ignore[arg-type]
+                    ids = []
+                    for s_off, d_off, n in zip(src_off.tolist(), dst_off.tolist(), sizes, strict=True):
+                        ids.append(f"{self.name}.{len(self.transfers)}")
+                        self.transfers.append(Transfer(ids[-1], piece.tile, chunk, -(-n // wb),
+                                                       piece.addr + s_off, need.addr + d_off))
+                    self.deliveries.append(Delivery(tuple(ids), tensor, box, piece.tile, chunk, sizes))  # type: ignore[arg-type]
+
+
+class _PieceIndex:
+    """Pieces by the cells of a coarse grid (a typical piece per cell) that their boxes touch,
+    so that finding the pieces a need overlaps does not scan them all: phases of a few hundred
+    thousand fragments come from tens of thousands of pieces and needs."""
+
+    SPREAD = 64  # a piece touching more cells than this is checked against every need
+
+    def __init__(self, lo: np.ndarray, hi: np.ndarray) -> None:
+        self.cell = np.maximum(1, np.median(hi - lo, axis=0).astype(np.int64))
+        self.count = len(lo)
+        self.cells: dict[tuple[int, ...], list[int]] = {}
+        wide: list[int] = []
+        for i, keys in enumerate(self._keys(a, b) for a, b in zip(lo, hi, strict=True)):
+            if keys is None:
+                wide.append(i)
+                continue
+            for key in keys:
+                self.cells.setdefault(key, []).append(i)
+        self.wide = np.array(wide, dtype=np.int64)
+
+    def _keys(self, lo: np.ndarray, hi: np.ndarray):
+        first, last = lo // self.cell, (hi - 1) // self.cell
+        if np.prod(last - first + 1) > self.SPREAD:
+            return None
+        return itertools.product(*(range(int(a), int(b) + 1) for a, b in zip(first, last, strict=True)))
+
+    def __call__(self, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+        """Indices of the pieces that may overlap box [lo, hi) (a superset, sorted)."""
+        keys = self._keys(lo, hi)
+        if keys is None:
+            return np.arange(self.count)
+        found = [i for key in keys for i in self.cells.get(key, ())]
+        return np.unique(np.concatenate([np.array(found, dtype=np.int64), self.wide]))
 
 
 def _grid_tile(lay: GemmLayout, g: int, r: int, c: int, p: int) -> int:
@@ -194,8 +239,9 @@ def default_input_layout(wl: Workload, spec: Spec, tensor: str, alloc: SpmdAlloc
 
 
 def generate(wl: Workload, spec: Spec, chosen: dict[str, GemmLayout] | None = None,
-             ) -> Generation:
-    """Every exchange phase of the workload with the chosen (or default) GEMM layouts."""
+             grain: Grain = None) -> Generation:
+    """Every exchange phase of the workload with the chosen (or default) GEMM layouts, its
+    boxes moved as `grain` says (`workloads.fragments`)."""
     chosen = dict(chosen or {})
     unknown = set(chosen) - {o.name for o in wl.operators if o.kind == "gemm"}
     if unknown:
@@ -212,7 +258,7 @@ def generate(wl: Workload, spec: Spec, chosen: dict[str, GemmLayout] | None = No
         else:
             cand = default_layout(wl, op, spec)
         layouts[op.name] = cand
-    gen = Generation(wl, spec, layouts)
+    gen = Generation(wl, spec, layouts, grain)
     alloc = SpmdAllocator(spec)
     held: dict[str, list[Piece]] = {}
     remaining = {t: len(ops) for t, ops in wl.consumers.items()}
@@ -318,7 +364,8 @@ def output_pieces(wl: Workload, op: Operator, cand: Candidate, addr: int) -> lis
 
 def reduction_routes(wl: Workload, op: Operator, cand: Candidate, part_addr: int, recv_addr: int,
                      slot: int) -> tuple[list[Piece], list[Need]]:
-    """The partial blocks (one per partial) and what each owner receives of the others'."""
+    """The partial blocks (one per partial, stored owner piece by owner piece so that each
+    piece a partial sends is contiguous) and what each owner receives of the others'."""
     bsplit, msplit, _, nsplit = _splits(wl, op, cand)
     lay = cand.layout
     pieces: list[Piece] = []
@@ -326,10 +373,13 @@ def reduction_routes(wl: Workload, op: Operator, cand: Candidate, part_addr: int
     for g, bl in enumerate(bsplit):
         for r, rr in enumerate(msplit):
             for c, cc in enumerate(nsplit):
-                block = (bl, rr, cc)
+                owned = list(_owned(lay, (bl, rr, cc)))
                 for p in range(lay.parts):
-                    pieces.append(Piece(_grid_tile(lay, g, r, c, p), _tagged(block, p), part_addr))
-                for owner, pbox in _owned(lay, block):
+                    off = part_addr
+                    for _, pbox in owned:
+                        pieces.append(Piece(_grid_tile(lay, g, r, c, p), _tagged(pbox, p), off))
+                        off += volume(pbox) * PARTIAL_BYTES
+                for owner, pbox in owned:
                     owner_tile = _grid_tile(lay, g, r, c, owner)
                     for q, p in enumerate(x for x in range(lay.parts) if x != owner):
                         needs.append(Need((owner_tile,), _tagged(pbox, p), recv_addr + q * slot))
@@ -351,7 +401,7 @@ def gemm_phases(gen: Generation, op: Operator, cand: Candidate, held: dict[str, 
     a_view, b_view = op.inputs
     reading_input = any(wl.tensors[v.tensor].input for v in op.inputs)
     kind = "input" if reading_input else "redistribution"
-    router = _Router(wl, spec, f"{op.name}-{kind}")
+    router = _Router(wl, spec, f"{op.name}-{kind}", gen.grain)
     needs = {a_view.tensor: operand_needs(wl, op, cand, 0, a_addr)}
     needs.setdefault(b_view.tensor, []).extend(operand_needs(wl, op, cand, 1, b_addr))
     if wl.tensors[b_view.tensor].weight:
@@ -387,7 +437,7 @@ def gemm_phases(gen: Generation, op: Operator, cand: Candidate, held: dict[str, 
         out_addr = alloc.alloc(act, bb * pa * pb * e, op.out.tensor, step)
         partial_name = f"{op.name}.partial"
         partial_pieces, red_needs = reduction_routes(wl, op, cand, part_addr, recv_addr, slot)
-        red = _Router(wl, spec, f"{op.name}-reduction")
+        red = _Router(wl, spec, f"{op.name}-reduction", gen.grain)
         red.route(partial_name, partial_pieces, red_needs, PARTIAL_BYTES)
         gen.phases.append(_finish(red, spec, {partial_name: red_needs},
                                   {partial_name: partial_pieces}, step))
@@ -424,11 +474,22 @@ def _finish(router: _Router, spec: Spec, needs: dict, sources: dict, step: int) 
 
 
 def phase_stats(gp: GeneratedPhase, spec: Spec) -> dict:
+    """Counts of a generated phase (a transfer is one send, received at each destination),
+    its endpoint bound, and the same counts had every box moved whole (`box`)."""
     ts = gp.phase.transfers
+    ex = spec.exchange
     fan = Counter(len(t.dst) for t in ts)
     bound = endpoint_bound(phase_timings(gp.phase, spec), spec).value if ts else 0
-    return {"phase": gp.phase.name, "transfers": len(ts),
-            "endpoints": sum(len(t.dst) for t in ts),
+    receives = np.repeat([payload_cycles(t.words, ex.ordinary_words_per_cycle) for t in ts],
+                         [len(t.dst) for t in ts])
+    whole = [-(-sum(d.nbytes) // ex.word_bytes) for d in gp.deliveries]
+    return {"phase": gp.phase.name, "transfers": len(ts), "receives": len(receives),
+            "median_payload_cycles": float(np.median(receives)) if len(receives) else 0.0,
             "source_words": sum(t.words for t in ts),
             "delivered_words": sum(t.words * len(t.dst) for t in ts),
-            "fanout": dict(sorted(fan.items())), "endpoint_bound": bound}
+            "fanout": dict(sorted(fan.items())), "endpoint_bound": bound,
+            "box": {"transfers": len(gp.deliveries),
+                    "receives": sum(len(d.dst) for d in gp.deliveries),
+                    "source_words": sum(whole),
+                    "delivered_words": sum(w * len(d.dst)
+                                           for w, d in zip(whole, gp.deliveries, strict=True))}}

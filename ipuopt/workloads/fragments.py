@@ -1,0 +1,111 @@
+"""How a box of a tensor becomes transfers: whole, as contiguous runs, or cut at a grain.
+
+A box moves from a source buffer to a destination buffer, each holding a (larger) box
+row-major. The bytes of the box are contiguous in both only along the innermost
+dimensions it spans completely in both; elsewhere a compiler emits one transfer per
+contiguous run, each with its own addresses, and the reference compiler also cuts runs at
+a grain (256 bytes; 32 for packed linear moves) so that every fragment is short.
+
+`Grain`: `"box"` (one transfer per box, addressed at its first element: the coarse phases
+ipuopt generated before fragments), `None` (contiguous runs, the default), or a positive
+number of bytes, a multiple of the word (runs cut every that many bytes from their start).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ipuopt.errors import InputError
+from ipuopt.spec import Spec
+from ipuopt.workloads.boxes import Box, linear_index, volume
+
+BOX = "box"
+Grain = int | str | None
+
+
+def parse_grain(value: str | int | None, spec: Spec, where: str = "--grain") -> Grain:
+    """A grain from the command line or the API, refused unless the spec can honour it."""
+    if value is None or value == BOX:
+        return value
+    text = str(value).strip().lower()
+    if text in (BOX, "run", "runs"):
+        return BOX if text == BOX else None
+    try:
+        grain = int(text, 0)
+    except ValueError:
+        raise InputError.one("", where, f"{value!r} is not a number of bytes, 'box' or 'runs'") from None
+    wb = spec.exchange.word_bytes
+    if grain <= 0 or grain % wb:
+        raise InputError.one("", where, f"{grain} is not a positive multiple of {spec.name}'s "
+                                        f"word ({wb} bytes)")
+    smallest = min(spec.regions, key=lambda r: r.size)
+    if grain > smallest.size:
+        raise InputError.one("", where, f"{grain} bytes is larger than region {smallest.name} "
+                                        f"({smallest.size} bytes) of {spec.name}")
+    return grain
+
+
+def grain_name(grain: Grain) -> int | str:
+    """How a grain is written in output (and read back by `parse_grain`)."""
+    return "runs" if grain is None else grain
+
+
+def fragments(box: Box, src_outer: Box, dst_outer: Box, elem: int, grain: Grain,
+              ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(source offsets, destination offsets, bytes) of the fragments that move `box`, the
+    offsets in bytes from the start of the buffers holding `src_outer` and `dst_outer`."""
+    firsts = tuple(lo for lo, _ in box)
+    if grain == BOX:
+        one = np.ones(1, dtype=np.int64)
+        return (one * linear_index(src_outer, firsts) * elem, one * linear_index(dst_outer, firsts) * elem,
+                one * volume(box) * elem)
+    # runs: the innermost dimensions the box spans in both buffers merge with the next one out
+    level = 2
+    while level > 0 and box[level] == src_outer[level] == dst_outer[level]:
+        level -= 1
+    run = volume(box[level:]) * elem  # type: ignore[arg-type]
+    axes = [np.arange(lo, hi, dtype=np.int64) if d < level else np.array([lo], dtype=np.int64)
+            for d, (lo, hi) in enumerate(box)]
+    grid = tuple(np.meshgrid(*axes, indexing="ij"))
+    src = linear_index(src_outer, grid).ravel() * elem
+    dst = linear_index(dst_outer, grid).ravel() * elem
+    size = np.full(src.shape, run, dtype=np.int64)
+    if grain is None or grain >= run:
+        return src, dst, size
+    cuts = -(-run // grain)
+    step = np.arange(cuts, dtype=np.int64) * grain
+    last = run - step[-1]
+    src = (src[:, None] + step).ravel()
+    dst = (dst[:, None] + step).ravel()
+    size = np.tile(np.append(np.full(cuts - 1, grain, dtype=np.int64), last), len(size))
+    return src, dst, size
+
+
+
+def runs_of(lo: np.ndarray, hi: np.ndarray, src: tuple[np.ndarray, np.ndarray],
+            dst: tuple[np.ndarray, np.ndarray], elem: int, grain: Grain) -> tuple[np.ndarray, np.ndarray]:
+    """(runs, bytes per run) of boxes [lo, hi) (rows of (n, 3) arrays) held row-major in
+    buffers of boxes `src` and `dst` ((lo, hi) pairs of arrays that broadcast): the counts
+    `fragments` gives, for prices that never build the transfers. A box moved whole is one run."""
+    ext = hi - lo
+    vol = np.prod(ext, axis=1)
+    if grain == BOX:
+        return np.ones_like(vol), vol * elem
+    full = np.all([(lo == s_lo) & (hi == s_hi) for s_lo, s_hi in (src, dst)], axis=0)  # (n, 3)
+    run = ext[:, 2].copy()
+    merge = full[:, 2]
+    run[merge] *= ext[merge, 1]
+    merge &= full[:, 1]
+    run[merge] *= ext[merge, 0]
+    return vol // run, run * elem
+
+
+def lane_work(runs: np.ndarray, run_bytes: np.ndarray, grain: Grain, cost, word_bytes: int,
+              ) -> np.ndarray:
+    """Lane cycles of moving `runs` runs of `run_bytes` each cut at `grain`, where
+    `cost(words)` is what one transfer of that many words costs the lane."""
+    if grain is None or grain == BOX:
+        return runs * cost(-(-run_bytes // word_bytes))
+    whole, rest = np.divmod(run_bytes, grain)
+    tail = np.where(rest > 0, cost(np.maximum(-(-rest // word_bytes), 1)), 0)
+    return runs * (whole * cost(np.full_like(run_bytes, grain // word_bytes)) + tail)

@@ -1,0 +1,153 @@
+"""Fragment-level phases: every byte of every box arrives where the consumer's buffer wants it,
+runs are maximal, grains cut them, multicast stays multicast, and bad grains are refused."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from conftest import run_cli
+
+from ipuopt.exchange.phase import Phase, check_phase
+from ipuopt.exchange.solve import solve
+from ipuopt.exchange.validate import validate
+from ipuopt.spec import load_spec
+from ipuopt.workloads.boxes import volume
+from ipuopt.workloads.phases import generate
+from ipuopt.workloads.workload import load_workload
+
+GRAINS = ["box", None, 64, 32]
+
+
+@pytest.fixture(scope="module")
+def gens():
+    spec = load_spec("test64")
+    return {(name, g): generate(load_workload(name), spec, grain=g)
+            for name in ("mini-mlp", "mini-attention") for g in GRAINS}
+
+
+def _addresses(outer, box, base, elem):
+    """Byte address of every element of `box` in a buffer holding `outer` row-major at `base`
+    (written out element by element, independently of the generator's run arithmetic)."""
+    (b0, _), (r0, r1), (c0, c1) = outer
+    pts = np.stack(np.meshgrid(*(np.arange(lo, hi) for lo, hi in box), indexing="ij"), -1).reshape(-1, 3)
+    return base + (((pts[:, 0] - b0) * (r1 - r0) + pts[:, 1] - r0) * (c1 - c0) + pts[:, 2] - c0) * elem
+
+
+def _holder(items, tiles, box):
+    inside = [x for x in items if set(tiles) <= set(x[0]) and all(
+        lo <= a and b <= hi for (a, b), (lo, hi) in zip(box, x[1], strict=True))]
+    assert len(inside) == 1
+    return inside[0]
+
+
+@pytest.mark.parametrize("name", ["mini-mlp", "mini-attention"])
+@pytest.mark.parametrize("grain", [None, 64, 32])
+def test_every_byte_lands_where_the_consumer_reads_it(gens, name, grain):
+    """Per box: its fragments read every byte of it once from the source buffer and write each
+    to the consumer's buffer at that element's address; runs are maximal (no fragment continues
+    the previous one on both sides) unless a grain cut them; none is longer than the grain."""
+    spec = load_spec("test64")
+    gen = gens[(name, grain)]
+    wb = spec.exchange.word_bytes
+    for gp in gen.phases:
+        by_id = {t.id: t for t in gp.phase.transfers}
+        assert check_phase(gp.phase, spec) == []
+        for d in gp.deliveries:
+            elem = 4 if d.tensor.endswith(".partial") else gen.workload.elem_bytes
+            pieces = [((p.tile,), p.box, p.addr) for p in gp.sources[d.tensor]]
+            needs = [(n.tiles, n.box, n.addr) for n in gp.needs[d.tensor]]
+            _, s_outer, s_base = _holder(pieces, (d.src,), d.box)
+            _, d_outer, d_base = _holder(needs, d.dst, d.box)
+            want = dict(zip(_addresses(s_outer, d.box, s_base, elem).tolist(),
+                            _addresses(d_outer, d.box, d_base, elem).tolist(), strict=True))
+            seen: set[int] = set()
+            ends = None
+            for tid, n in zip(d.transfers, d.nbytes, strict=True):
+                t = by_id[tid]
+                assert t.src == d.src and t.dst == d.dst and t.words == -(-n // wb)
+                assert grain is None or n <= grain
+                offsets = range(0, n, elem)
+                assert all(want[t.src_addr + k] == t.dst_addr + k for k in offsets), (gp.phase.name, tid)
+                seen.update(t.src_addr + k for k in offsets)
+                if grain is None and ends is not None:
+                    assert (t.src_addr, t.dst_addr) != ends  # it would have been one run
+                ends = (t.src_addr + n, t.dst_addr + n)
+            assert seen == set(want) and sum(d.nbytes) == volume(d.box) * elem
+
+
+@pytest.mark.parametrize("name", ["mini-mlp", "mini-attention"])
+def test_fragments_move_the_boxes_of_the_box_level_phase(gens, name):
+    """Whatever the grain, the same boxes go from the same tile to the same destinations (one
+    multicast per box and fan-out chunk, its fragments multicast alike); words add up to the
+    box-level phase's, exactly where every run is a whole number of words."""
+    whole = gens[(name, "box")]
+    for grain in GRAINS[1:]:
+        cut = gens[(name, grain)]
+        for a, b in zip(whole.phases, cut.phases, strict=True):
+            assert [(d.tensor, d.box, d.src, d.dst) for d in a.deliveries] == \
+                   [(d.tensor, d.box, d.src, d.dst) for d in b.deliveries]
+            made = len(b.phase.transfers)
+            assert made == sum(len(d.transfers) for d in b.deliveries) >= len(a.phase.transfers)
+            if all(n % 4 == 0 for d in b.deliveries for n in d.nbytes):
+                assert sum(t.words for t in b.phase.transfers) == sum(t.words for t in a.phase.transfers)
+
+
+def test_runs_and_grains_make_more_and_smaller_transfers(gens):
+    counts = {g: sum(len(gp.phase.transfers) for gp in gens[("mini-mlp", g)].phases) for g in GRAINS}
+    assert counts["box"] < counts[None] < counts[64] < counts[32]
+
+
+@pytest.mark.parametrize("solver", ["greedy", "cpsat", "milp", "lns", "iterated", "colour", "auto"])
+def test_every_solver_schedules_a_fragment_phase(gens, solver):
+    """A fragment-level phase with multicast and addresses (hazards): every solver's schedule
+    passes the validator."""
+    spec = load_spec("test64")
+    gp = next(g for g in gens[("mini-mlp", 32)].phases if g.phase.name == "gemm1-input")
+    phase = Phase(spec_ref="test64", transfers=gp.phase.transfers, name=gp.phase.name)
+    assert any(len(t.dst) > 1 for t in phase.transfers)
+    res = solve(phase, spec, solver, {"time_limit": 3, "workers": 1, "seed": 0})
+    assert validate(phase, spec, res.schedule).ok
+
+
+@pytest.mark.parametrize("grain,reason", [("3", "positive multiple"), ("0", "positive multiple"),
+                                          ("-8", "positive multiple"), ("1048576", "larger than region"),
+                                          ("lots", "not a number")])
+def test_bad_grains_are_refused_before_any_work(tmp_path, grain, reason):
+    for cmd in (["gen", "mini-mlp", "--spec", "test64", "--out-dir", "g"],
+                ["run", "mini-mlp", "--spec", "test64"],
+                ["layout-problem", "mini-mlp", "--spec", "test64", "--out", "p.yaml"]):
+        r = run_cli(*cmd, "--grain", grain, cwd=tmp_path)
+        assert r.returncode == 2 and "--grain" in r.stderr and reason in r.stderr, (cmd, r.stderr)
+        assert "Traceback" not in r.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_gen_reports_fragments_beside_boxes(tmp_path):
+    r = run_cli("gen", "mini-mlp", "--spec", "test64", "--grain", "64", "--json", "--out-dir", "g",
+                cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert doc["grain"] == 64
+    for row in doc["phases"]:
+        assert row["transfers"] >= row["box"]["transfers"] and row["receives"] >= row["box"]["receives"]
+        assert 0 < row["median_payload_cycles"] <= 16  # 64 bytes: 16 words at one word a cycle
+        phase = json.loads((tmp_path / row["file"]).read_text())
+        assert len(phase["transfers"]) == row["transfers"]
+    r = run_cli("layout", "toy", "--grain", "64", cwd=tmp_path)
+    assert r.returncode == 2 and "--grain" in r.stderr
+
+
+def test_runs_merge_the_dimensions_both_buffers_span():
+    from ipuopt.workloads.fragments import fragments
+
+    box = ((0, 2), (0, 3), (0, 4))
+    src, dst, n = fragments(box, box, box, 2, None)
+    assert (src.tolist(), dst.tolist(), n.tolist()) == ([0], [0], [48])  # one run, batches too
+    src, dst, n = fragments(box, box, ((0, 2), (0, 3), (0, 8)), 2, None)  # destination rows wider
+    assert n.tolist() == [8] * 6 and dst.tolist() == [0, 16, 32, 48, 64, 80] and src.tolist()[1] == 8
+    src, dst, n = fragments(((0, 2), (1, 3), (0, 4)), box, box, 2, None)
+    assert (src.tolist(), n.tolist()) == ([8, 32], [16, 16])
+    src, dst, n = fragments(((0, 2), (1, 3), (0, 4)), box, box, 2, 12)
+    assert (src.tolist(), n.tolist()) == ([8, 20, 32, 44], [12, 4, 12, 4])
