@@ -26,6 +26,7 @@ from ipuopt.params import SolveParams
 from ipuopt.render.save import save
 from ipuopt.render.views import arena_boxes, phase_view, program_view
 from ipuopt.spec import Spec, load_spec
+from ipuopt.workloads.fragments import parse_grain
 from ipuopt.workloads.gemm import GemmLayout
 from ipuopt.workloads.phases import Generation
 from ipuopt.workloads.phases import generate as _generate
@@ -68,13 +69,14 @@ def place(arena: Arena, objective: str = "fit", solver: str = "auto", *, time_li
 
 
 def generate(workload: Workload | str, spec: Spec | str = "gc200",
-             layouts: dict[str, str] | None = None) -> Generation:
+             layouts: dict[str, str] | None = None, grain: int | str | None = None) -> Generation:
     """The exchange phases a workload needs; `layouts` maps a GEMM to "RxCxP/AxB[/REGION]"
-    (others get the per-operator default: least compute plus received words)."""
+    (others get the per-operator default: least compute plus received words). `grain`: None
+    (contiguous runs), bytes to cut runs at (a multiple of the word), or "box" (whole boxes)."""
     wl = workload if isinstance(workload, Workload) else load_workload(workload)
     sp = spec if isinstance(spec, Spec) else load_spec(spec)
     chosen = {op: GemmLayout.parse(text, sp) for op, text in (layouts or {}).items()}
-    return _generate(wl, sp, chosen)
+    return _generate(wl, sp, chosen, parse_grain(grain, sp, "grain"))
 
 
 def simulate(phase: Phase, spec: Spec, schedule: Schedule,
@@ -85,9 +87,10 @@ def simulate(phase: Phase, spec: Spec, schedule: Schedule,
 
 
 def run(workload: Workload | str, spec: Spec | str = "gc200", layouts: dict[str, str] | None = None,
-        solver: str = "greedy", *, time_limit: float | None = None) -> dict[str, Any]:
+        solver: str = "greedy", *, time_limit: float | None = None, grain: int | str | None = None,
+        ) -> dict[str, Any]:
     """The whole program on the chip (see `ipuopt run`): per boundary barrier metrics and totals."""
-    gen = generate(workload, spec, layouts)
+    gen = generate(workload, spec, layouts, grain)
     return run_program(gen, solver, SolveParams(time_limit)).to_dict()
 
 

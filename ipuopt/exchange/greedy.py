@@ -21,6 +21,16 @@ from ipuopt.spec import Spec
 
 RULES = ("load", "longest", "input", "reverse", "time")
 QUICK_RULES = RULES[:4]  # "time" re-places transfers as lanes fill: slower on wide multicasts
+# Habits of the reference compiler's scheduler, to measure what each costs (`--param NAME=true`
+# with the greedy); never on by default, and their schedules meet every rule of the model.
+HABITS = {
+    "release_after_receives": "a send starts only once every receive already placed at its "
+                              "source and destinations has completed",
+    "paired_reserves_partner": "a paired send holds its partner's receive lane as well as its "
+                               "transmit lane",
+    "pair_whenever_possible": "every transfer that may be paired is (no choice of width by "
+                              "completion)",
+}
 
 
 class IntervalSet:
@@ -134,8 +144,9 @@ def topological_by(timings: list[Timing], keys: list) -> list[int]:
 class _Lanes:
     """The resource state of a partial schedule."""
 
-    def __init__(self, spec: Spec) -> None:
+    def __init__(self, spec: Spec, partner_rx: bool = False) -> None:
         self.spec = spec
+        self.partner_rx = partner_rx  # the habit `paired_reserves_partner`
         self.tx: dict[int, IntervalSet] = defaultdict(IntervalSet)
         self.rx: dict[int, IntervalSet] = defaultdict(IntervalSet)
         self.fmt = {ORDINARY: defaultdict(IntervalSet), PAIRED: defaultdict(IntervalSet)}
@@ -151,6 +162,8 @@ class _Lanes:
             k = occ.key
             if occ.kind == "tx":
                 out.append((self.tx[k[0]], occ.offset, occ.length, 0))
+                if self.partner_rx and k[0] == tm.partner and width == PAIRED:
+                    out.append((self.rx[k[0]], occ.offset, occ.length, 0))
             elif occ.kind == "rx":
                 out.append((self.rx[k[0]], occ.offset, occ.length, 0))
                 if fs and k[0] in other:
@@ -167,6 +180,8 @@ class _Lanes:
             e = s + occ.length
             if occ.kind == "tx":
                 self.tx[k[0]].add(s, e)
+                if self.partner_rx and k[0] == tm.partner and width == PAIRED:
+                    self.rx[k[0]].add(s, e)
             elif occ.kind == "rx":
                 self.rx[k[0]].add(s, e)
                 self.fmt[width][k[0]].add(s, e)
@@ -194,7 +209,7 @@ def greedy_schedule(phase: Phase, spec: Spec, rule: str = "load",
                     timings: list[Timing] | None = None, borrow_aware: bool = False,
                     order: list[int] | None = None, bias: list[float] | None = None,
                     paired_credit: float = 0.0, window: int = 1,
-                    check: Callable[[], None] | None = None,
+                    check: Callable[[], None] | None = None, habits: frozenset[str] = frozenset(),
                     ) -> tuple[dict[str, int], dict[str, str]]:
     """Starts and widths of a feasible schedule built by one priority rule (or placing the
     transfers in `order`, a topological order of indices into `timings`). The `time` rule
@@ -208,12 +223,15 @@ def greedy_schedule(phase: Phase, spec: Spec, rule: str = "load",
     is charged the lane time it takes from a partner that still has sends of its
     own to place, so a short paired send does not delay the partner's work.
     `check` is called every few hundred placements and may raise to stop (Ctrl-C, deadline).
+    `habits` (names in `HABITS`) make it schedule as the reference compiler did.
     """
     timings = timings if timings is not None else phase_timings(phase, spec)
     pending: dict[int, int] = defaultdict(int)
     for tm in timings:
         pending[tm.transfer.src] += 1
-    lanes = _Lanes(spec)
+    lanes = _Lanes(spec, "paired_reserves_partner" in habits)
+    received: dict[int, int] | None = {} if "release_after_receives" in habits else None
+    always_pair = "pair_whenever_possible" in habits
     finish: dict[str, int] = {}
     starts: dict[str, int] = {}
     widths: dict[str, str] = {}
@@ -222,8 +240,11 @@ def greedy_schedule(phase: Phase, spec: Spec, rule: str = "load",
         """The start and width of transfer i placed now, at its earliest completion."""
         tm = timings[i]
         lower = max((finish[a] for a in tm.transfer.after), default=0)
+        if received is not None:
+            t = tm.transfer
+            lower = max(lower, *(received.get(x, 0) for x in (t.src, *t.dst)))
         best: tuple[int, int, str] | None = None
-        for w in tm.widths:
+        for w in (PAIRED,) if always_pair and PAIRED in tm.widths else tm.widths:
             s = _earliest(lanes.checks(tm, w), lower)
             cost = s + tm.end_offset(w)
             if borrow_aware and w == PAIRED and pending[tm.partner]:
@@ -238,6 +259,9 @@ def greedy_schedule(phase: Phase, spec: Spec, rule: str = "load",
         tm = timings[i]
         pending[tm.transfer.src] -= 1
         lanes.commit(tm, w, s)
+        if received is not None:
+            for x, a in tm.arrival.items():
+                received[x] = max(received.get(x, 0), s + a + tm.duration[w])
         starts[tm.transfer.id], widths[tm.transfer.id] = s, w
         finish[tm.transfer.id] = s + tm.end_offset(w)
         if check is not None and len(finish) % 256 == 0:
@@ -299,11 +323,13 @@ def horizon_of(timings: list[Timing], starts: dict[str, int], widths: dict[str, 
 
 def best_greedy(phase: Phase, spec: Spec, rules: tuple[str, ...] | None = None,
                 timings: list[Timing] | None = None, stop: Stop | None = None,
-                until: float | None = None) -> tuple[dict[str, int], dict[str, str], str]:
+                until: float | None = None, habits: frozenset[str] = frozenset(),
+                ) -> tuple[dict[str, int], dict[str, str], str]:
     """Run the priority rules (all on phases up to 5,000 transfers), each with both width
     policies, and keep the best schedule. With `stop`, Ctrl-C ends any run (`Stopped` when
     no schedule is complete yet) and the deadline, or `until` (time.monotonic()), ends the
-    search after the first schedule: there is always one to fall back on."""
+    search after the first schedule: there is always one to fall back on. `habits`: as
+    `greedy_schedule`'s, for every rule."""
     timings = timings if timings is not None else phase_timings(phase, spec)
     if rules is None:
         rules = QUICK_RULES if len(timings) <= 5000 else ("load",)
@@ -315,7 +341,8 @@ def best_greedy(phase: Phase, spec: Spec, rules: tuple[str, ...] | None = None,
             break
         check = None if stop is None else partial(stop.check, deadline=best is not None)
         try:
-            starts, widths = greedy_schedule(phase, spec, rule, timings, aware, check=check)
+            starts, widths = greedy_schedule(phase, spec, rule, timings, aware, check=check,
+                                             habits=habits)
         except Stopped:
             if best is None:
                 raise

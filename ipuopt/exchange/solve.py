@@ -10,7 +10,7 @@ from typing import Any
 
 from ipuopt.errors import InputError, Problem
 from ipuopt.exchange.bounds import Bound, all_bounds, best_bound
-from ipuopt.exchange.greedy import best_greedy, horizon_of
+from ipuopt.exchange.greedy import HABITS, best_greedy, horizon_of
 from ipuopt.exchange.phase import Phase
 from ipuopt.exchange.schedule import Schedule
 from ipuopt.exchange.timing import phase_timings
@@ -31,7 +31,7 @@ EXACT = {"cpsat": ("ipuopt.exchange.cpsat", "solve_cpsat"),
 BACKENDS = ("greedy", *EXACT)
 # The options each method reads by name (`--param KEY=VALUE`), besides CP-SAT's own
 # parameters for the methods that run CP-SAT.
-OPTIONS = {"greedy": (), "cpsat": ("prove_split",), "milp": ("milp_solver", "solver", "msg"),
+OPTIONS = {"greedy": tuple(HABITS), "cpsat": ("prove_split",), "milp": ("milp_solver", "solver", "msg"),
            "lns": ("free", "sub_time_limit"), "iterated": ("rounds",), "colour": (),
            "auto": ("rounds", "free", "sub_time_limit", "prove_split")}
 RUNS_CPSAT = ("cpsat", "lns", "colour", "auto")
@@ -46,7 +46,9 @@ RESERVE_PER_TRANSFER = 5e-5
 def check_options(backend: str, options: dict[str, Any], field: str = "--param") -> None:
     """Every option names something `backend` reads: refused before any work otherwise."""
     problems = []
-    for key in options:
+    for key, value in options.items():
+        if key in HABITS and backend == "greedy" and not isinstance(value, bool):
+            problems.append(Problem("", f"{field} {key}", f"must be true or false, got {value!r}"))
         if key in OPTIONS[backend]:
             continue
         if backend in RUNS_CPSAT:
@@ -119,7 +121,10 @@ def solve(phase: Phase, spec: Spec, backend: str = "greedy",
         tell({"stage": "greedy"})
         kept["timings"] = timings = phase_timings(phase, spec)
         until = None if limit is None else m0 + GREEDY_SHARE * limit
-        starts, widths, rule = best_greedy(phase, spec, timings=timings, stop=inner.stop, until=until)
+        kept["habits"] = habits = frozenset(k for k in HABITS if backend == "greedy"
+                                            and params.options.get(k) is True)
+        starts, widths, rule = best_greedy(phase, spec, timings=timings, stop=inner.stop, until=until,
+                                           habits=habits)
         kept["greedy"] = greedy = Result(Status.FEASIBLE, (starts, widths),
                                          horizon_of(timings, starts, widths), solver=f"greedy/{rule}")
 
@@ -147,6 +152,8 @@ def solve(phase: Phase, spec: Spec, backend: str = "greedy",
     greedy = kept["greedy"]
     timings, bounds, ours = kept["timings"], kept["bounds"], greedy.bound
     extra: dict[str, Any] = {"greedy_horizon": greedy.value, "greedy_rule": greedy.solver.split("/", 1)[1]}
+    if kept.get("habits"):
+        extra["habits"] = sorted(kept["habits"])  # a baseline, not ipuopt's own greedy
     if limit is not None:
         extra["time_limit_s"] = params.limit()
     result = found if found is not None else greedy
