@@ -3,10 +3,11 @@ validation, writing) against their --time-limit, for every exchange solver on th
 examples and the largest generated phases, and for placement and layout selection.
 
     .venv/bin/python benchmarks/timelimits.py [--limits 10,60] [--solvers greedy,cpsat,...]
-                                              [--phases DIR] [--quick] [--instances A,B] [--no-others]
+                                              [--phases DIR] [--grain B] [--quick] [--instances A,B]
+                                              [--no-others]
 
 Goal: wall <= 1.05 x limit + 2 s (start-up). The SigLIP MLP phases are generated into
---phases (default: a temporary folder) by `ipuopt gen siglip-mlp`. Each command runs alone
+--phases (default: a temporary folder) by `ipuopt gen siglip-mlp [--grain B]`. Each command runs alone
 (one at a time) with its default workers.
 """
 
@@ -43,6 +44,7 @@ def main() -> None:
     ap.add_argument("--limits", default="10,60", help="comma-separated seconds")
     ap.add_argument("--solvers", default=",".join(SOLVERS))
     ap.add_argument("--phases", type=Path, help="folder for the generated SigLIP MLP phases")
+    ap.add_argument("--grain", help="gen's --grain for the SigLIP phases (default: contiguous runs)")
     ap.add_argument("--quick", action="store_true", help="the examples only")
     ap.add_argument("--instances", help="comma-separated: only these phases (e.g. gemm1-input,medium)")
     ap.add_argument("--no-others", action="store_true", help="exchange only: no place, no layout rows")
@@ -52,8 +54,9 @@ def main() -> None:
     if not args.quick:
         folder = args.phases or Path(tempfile.mkdtemp(prefix="ipuopt-timelimits-"))
         if not (folder / f"siglip-mlp-{LARGE[0]}.json").exists():
-            subprocess.run([*CLI, "gen", "siglip-mlp", "--out-dir", str(folder), "--quiet"], check=True,
-                           cwd=ROOT, capture_output=True)
+            grain = ["--grain", args.grain] if args.grain else []
+            subprocess.run([*CLI, "gen", "siglip-mlp", *grain, "--out-dir", str(folder), "--quiet"],
+                           check=True, cwd=ROOT, capture_output=True)
         phases += [(name, str(folder / f"siglip-mlp-{name}.json")) for name in LARGE]
     if args.instances:
         phases = [p for p in phases if p[0] in args.instances.split(",")]

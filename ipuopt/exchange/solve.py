@@ -38,9 +38,10 @@ RUNS_CPSAT = ("cpsat", "lns", "colour", "auto")
 # Of a time limit, at most: the greedy's rules after the first (which always completes: it
 # is the answer of last resort), then the clique bound's search.
 GREEDY_SHARE, BOUND_SHARE = 0.3, 0.15
-# Seconds kept back from a time limit for validating and writing, per transfer (measured:
-# validation ~25 us a transfer, writing the JSON ~10 us).
-RESERVE_PER_TRANSFER = 5e-5
+# Seconds kept back from a time limit for validating and writing, per transfer and per
+# receive (measured: validation ~25 us a transfer and ~7 us a receive of a multicast,
+# writing the JSON ~10 us a transfer).
+RESERVE_PER_TRANSFER, RESERVE_PER_RECEIVE = 5e-5, 1e-5
 
 
 def check_options(backend: str, options: dict[str, Any], field: str = "--param") -> None:
@@ -112,7 +113,8 @@ def solve(phase: Phase, spec: Spec, backend: str = "greedy",
     timed = backend != "greedy" or params.time_limit is not None
     if timed:
         params.start_clock()
-    inner = params.sooner(0.05 + RESERVE_PER_TRANSFER * len(phase.transfers))
+    inner = params.sooner(0.05 + RESERVE_PER_TRANSFER * len(phase.transfers)
+                          + RESERVE_PER_RECEIVE * sum(len(t.dst) for t in phase.transfers))
     limit, m0 = inner.budget() if timed else None, time.monotonic()
     kept: dict[str, Any] = {}  # what is known so far, kept when the rest is cut short
 
