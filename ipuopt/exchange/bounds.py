@@ -87,9 +87,15 @@ def pair_bound(timings: list[Timing], spec: Spec) -> Bound:
 def element_bound(timings: list[Timing], spec: Spec) -> Bound:
     """On one tile and memory element, the reads (serial on the transmit lane), the writes'
     payload windows (serial on the receive lane) and reads against writes (the hazard) are
-    pairwise disjoint; reads cannot start before tx_overhead."""
+    pairwise disjoint; reads cannot start before tx_overhead. Between two reads in a row lie
+    at least tx_overhead cycles (the next send's source selection on the same lane), between
+    two writes rx_lead (the next receive's pointer write), between a write and a read the
+    write hazard: in whatever order they come, these gaps add at least
+    (reads - 1) * tx_overhead + (writes - 1) * rx_lead, less what alternating could save
+    when the hazard is shorter than the two leads together."""
     ex = spec.exchange
-    work: dict[tuple, list[int]] = defaultdict(lambda: [0, 0])
+    o, lead, hazard = ex.tx_overhead, ex.rx_lead, ex.write_hazard
+    work: dict[tuple, list[int]] = defaultdict(lambda: [0, 0, 0, 0])  # read, write cycles; counts
     first: dict[tuple, int] = {}
     for tm in timings:
         t = tm.transfer
@@ -97,17 +103,20 @@ def element_bound(timings: list[Timing], spec: Spec) -> Bound:
         for el in tm.read_elements:
             key = (t.src, *el)
             work[key][0] += d
-            first[key] = min(first.get(key, ex.tx_overhead), ex.tx_overhead)
+            work[key][2] += 1
+            first[key] = min(first.get(key, o), o)
         for x, a in tm.arrival.items():
             for el in tm.write_elements:
                 key = (x, *el)
                 work[key][1] += d
+                work[key][3] += 1
                 first[key] = min(first.get(key, a), a)
     best = Bound("element", 0, "")
-    for key, (r, w) in work.items():
+    for key, (r, w, reads, writes) in work.items():
         if not (r and w):
             continue  # reads alone or writes alone are covered by the endpoint bound
-        v = first[key] + r + w
+        gaps = (reads - 1) * o + (writes - 1) * lead + (min(reads, writes) - 1) * min(0, hazard - o - lead)
+        v = first[key] + r + w + gaps
         if v > best.value:
             region = spec.regions[key[1]].name
             best = Bound("element", v, f"tile {key[0]} element {key[2]} of {region}")
