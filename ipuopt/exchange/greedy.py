@@ -25,7 +25,7 @@ QUICK_RULES = RULES[:4]  # "time" re-places transfers as lanes fill: slower on w
 # with the greedy); never on by default, and their schedules meet every rule of the model.
 HABITS = {
     "release_after_receives": "a send starts only once every receive already placed at its "
-                              "source and destinations has completed",
+                              "source tile has completed",
     "paired_reserves_partner": "a paired send holds its partner's receive lane as well as its "
                                "transmit lane",
     "pair_whenever_possible": "every transfer that may be paired is (no choice of width by "
@@ -241,8 +241,7 @@ def greedy_schedule(phase: Phase, spec: Spec, rule: str = "load",
         tm = timings[i]
         lower = max((finish[a] for a in tm.transfer.after), default=0)
         if received is not None:
-            t = tm.transfer
-            lower = max(lower, *(received.get(x, 0) for x in (t.src, *t.dst)))
+            lower = max(lower, received.get(tm.transfer.src, 0))
         best: tuple[int, int, str] | None = None
         for w in (PAIRED,) if always_pair and PAIRED in tm.widths else tm.widths:
             s = _earliest(lanes.checks(tm, w), lower)
