@@ -237,9 +237,9 @@ def clique_bound(timings: list[Timing], spec: Spec, seeds: int = 300,
                f"around the heaviest sends of tiles {a} and {b}") for _, a, b in pairs[:_PAIR_SEEDS]]
     starts += [([seed], None, (), f"from {timings[seed].transfer.id}") for seed in order[:seeds]]
     best = Bound("clique", 0, "")
-    budget = _REST_WORK
+    budget, spent = _REST_WORK, 0
     for tried, (clique, cand, fixed, label) in enumerate(starts):
-        if enough is not None and enough():
+        if (enough is not None and enough()) or spent > _SEARCH_WORK:
             cut = f"search cut short after {tried} of {len(starts)} starts"
             best = Bound("clique", best.value, f"{best.where} ({cut})" if best.where else cut)
             break
@@ -257,9 +257,12 @@ def clique_bound(timings: list[Timing], spec: Spec, seeds: int = 300,
                 break
             if len(cand) > 64:  # weighing every candidate's neighbourhood costs |cand|^2
                 j = max(cand, key=lambda j: (w[j], -j))
+                spent += len(cand)
             else:
                 j = max(cand, key=lambda j: (w[j] + sum(w[k] for k in cand & nb.of(j)), -j))
+                spent += len(cand) ** 2
             clique.append(j)
+            spent += len(nb.of(j))
             cand = cand & nb.of(j)
     return best
 
@@ -269,6 +272,10 @@ def clique_bound(timings: list[Timing], spec: Spec, seeds: int = 300,
 _REST_MAX = 64
 _REST_WORK = 5_000_000
 _PAIR_SEEDS = 20  # cliques grown around the heaviest sends of this many tile pairs
+# Candidates looked at over the whole search, beyond which no new start is tried: on phases
+# of hundreds of thousands of multicast fragments one start can weigh millions (deterministic,
+# unlike a clock: the same phase gets the same bound).
+_SEARCH_WORK = 40_000_000
 
 
 def _clique_value(timings: list[Timing], held: list[dict[tuple, int]],
