@@ -57,12 +57,8 @@ class IntervalSet:
         return lo + margin
 
     def add(self, s: int, e: int) -> None:
-        i = bisect_right(self.starts, s)
-        self.starts.insert(i, s)
-        self.ends.insert(i, e)
-
-    def add_merged(self, s: int, e: int) -> None:
-        """Add [s, e) merging with any interval it touches (unions of overlapping writes)."""
+        """Add [s, e), merged with any interval it overlaps or touches: the free space is the
+        same, and back-to-back transfers leave one interval for `earliest_fit` to step over."""
         starts, ends = self.starts, self.ends
         i = bisect_right(starts, s) - 1
         if i >= 0 and ends[i] >= s:
@@ -188,7 +184,7 @@ class _Lanes:
             elif occ.kind == "rd":
                 self.rd[k].add(s, e)
             else:
-                self.wr[k].add_merged(s, e)
+                self.wr[k].add(s, e)
 
 
 def _earliest(checks: list[tuple[IntervalSet, int, int, int]], lower: int) -> int:
