@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import time
 
-from ipuopt.exchange.greedy import greedy_schedule, horizon_of
+from ipuopt.exchange.greedy import greedy_schedule, horizon_of, timed_cost
 from ipuopt.exchange.phase import Phase
 from ipuopt.exchange.timing import Timing
 from ipuopt.params import Progress, SolveParams, Stopped
@@ -49,7 +49,8 @@ def solve_auto(spec: Spec, timings: list[Timing], hint: tuple[dict[str, int], di
 
     if progress is not None:
         progress({"stage": "auto: non-delay greedy"})
-    for credit in PAIRED_CREDITS if small or limit >= TIMED_FROM else ():
+    for credit in PAIRED_CREDITS if small or (limit >= TIMED_FROM and
+                                              timed_cost(timings) < 0.4 * limit) else ():
         try:
             timed = greedy_schedule(phase, spec, "time", timings, paired_credit=credit, check=check)
         except Stopped:

@@ -19,7 +19,7 @@ import random
 import time
 
 from ipuopt.errors import InputError
-from ipuopt.exchange.greedy import greedy_schedule, horizon_of, topological_by
+from ipuopt.exchange.greedy import greedy_schedule, horizon_of, timed_cost, topological_by
 from ipuopt.exchange.phase import Phase
 from ipuopt.exchange.timing import Timing
 from ipuopt.params import Progress, SolveParams, Stopped
@@ -41,7 +41,12 @@ def solve_iterated(spec: Spec, timings: list[Timing], hint: tuple[dict[str, int]
     best = current = (horizon_of(timings, *hint), dict(hint[0]), dict(hint[1]))
     t0 = time.perf_counter()
     rounds = stale = 0
-    timed_cost = 0.0
+    timed = timed_cost(timings)  # of a non-delay round: estimated, then measured
+
+    def check() -> None:  # a round ends with Ctrl-C, the deadline, or this method's share
+        params.stop.check()
+        if most is None and time.perf_counter() - t0 > limit:
+            raise Stopped
     work = max(1, max(_tile_work(timings).values(), default=1))
     while (best[0] > lower and time.perf_counter() - t0 < limit and not params.stop.is_set()
            and (most is None or rounds < most)):
@@ -51,14 +56,14 @@ def solve_iterated(spec: Spec, timings: list[Timing], hint: tuple[dict[str, int]
         late = [starts[tid] + tm.end_offset(widths[tid]) >= late_at
                 for tm, tid in zip(timings, ids, strict=True)]
         left = limit - (time.perf_counter() - t0) if most is None else float("inf")
-        if rng.random() < 0.7 or timed_cost > left:  # the list engine: the last order, late ones forward
+        if rng.random() < 0.7 or timed > left:  # the list engine: the last order, late ones forward
             push = rng.choice((0.02, 0.05, 0.1, 0.3)) * len(ids)
             rank = {tid: r for r, tid in enumerate(sorted(ids, key=lambda x: starts[x]))}
             keys = [rank[tid] + 2 * rng.random() - (push * rng.random() if lt else 0)
                     for tid, lt in zip(ids, late, strict=True)]
             try:
                 new = greedy_schedule(phase, spec, timings=timings, order=topological_by(timings, keys),
-                                      borrow_aware=rng.random() < 0.5, check=params.stop.check)
+                                      borrow_aware=rng.random() < 0.5, check=check)
             except Stopped:
                 break
         else:  # the non-delay engine with the late ones first; no noise: its ties fall by
@@ -68,10 +73,10 @@ def solve_iterated(spec: Spec, timings: list[Timing], hint: tuple[dict[str, int]
             try:
                 new = greedy_schedule(phase, spec, "time", timings, bias=[-push if lt else 0 for lt in late],
                                       paired_credit=rng.choice((0.0, 0.25, 0.5, 1.0)),
-                                      window=rng.choice((1, 16, 64)), check=params.stop.check)
+                                      window=rng.choice((1, 16, 64)), check=check)
             except Stopped:
                 break
-            timed_cost = time.perf_counter() - began  # slower on wide multicasts: not past the limit
+            timed = time.perf_counter() - began  # slower on wide multicasts: not past the limit
         found = (horizon_of(timings, *new), *new)
         stale += 1
         if found[0] < best[0]:
