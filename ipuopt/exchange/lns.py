@@ -31,6 +31,11 @@ from ipuopt.params import Progress, SolveParams, Stopped
 from ipuopt.result import Result, Status
 from ipuopt.spec import Spec
 
+# A sub-model keeps at most this many transfers per free one (fixed around them); beyond it a
+# neighbourhood of tiles is given up for one of time (a block of tiles that a wide multicast
+# links to every other would otherwise bring the whole phase into the model: gigabytes).
+KEEP_MOST = 20
+
 
 def _resources(tm: Timing, spec: Spec) -> set[tuple]:
     return {(o.kind if o.kind in ("tx", "rx") else "el", o.key)
@@ -95,6 +100,16 @@ def solve_lns(spec: Spec, timings: list[Timing], hint: tuple[dict[str, int], dic
     def done(tid: str) -> int:
         return starts[tid] + by_id[tid].end_offset(widths[tid])
 
+    def _kept(free: set[str], near: set[str]) -> set[str]:
+        """The free transfers and those of `near` they share a resource or a dependency with."""
+        keep = set(free)
+        for t in free:
+            for r in resources[t]:
+                keep.update(u for u in users[r] if u in near)
+            keep.update(by_id[t].transfer.after)
+            keep.update(succs[t])
+        return keep
+
     horizon = max((done(t) for t in ids), default=0)
     t0 = time.perf_counter()
     history = [(0.0, horizon)]
@@ -105,11 +120,14 @@ def solve_lns(spec: Spec, timings: list[Timing], hint: tuple[dict[str, int], dic
         order_starts = [starts[t] for t in order]
         pick = rng.random()
         anchor = max(ids, key=done) if pick < 0.7 else rng.choice(ids)
+        keep: set[str] = set()
         if pick < 0.4:  # the tiles around the transfer that sets the horizon, at any time
             free = _tile_block(anchor, by_id, by_tile, free_n)
             lo, hi = 0, horizon
-            near = set(ids)
-        else:  # the transfers that start nearest to the anchor
+            keep = _kept(free, set(ids))
+        if len(keep) > KEEP_MOST * free_n or pick >= 0.4:
+            # the transfers that start nearest to the anchor (also when the tiles' block would
+            # hold most of a wide multicast phase: a model of every transfer)
             i = bisect_left(order_starts, starts[anchor])
             lo_i, hi_i = max(0, i - free_n // 2), min(len(order), i + free_n // 2 + 1)
             free = set(order[lo_i:hi_i])
@@ -117,13 +135,7 @@ def solve_lns(spec: Spec, timings: list[Timing], hint: tuple[dict[str, int], dic
             hi = max(starts[t] for t in free)
             near_lo, near_hi = bisect_left(order_starts, lo - 2 * span), bisect_right(
                 order_starts, hi + 2 * span)
-            near = set(order[near_lo:near_hi])
-        keep = set(free)
-        for t in free:
-            for r in resources[t]:
-                keep.update(u for u in users[r] if u in near)
-            keep.update(by_id[t].transfer.after)
-            keep.update(succs[t])
+            keep = _kept(free, set(order[near_lo:near_hi]))
         fixed = {t: (starts[t], widths[t]) for t in keep if t not in free}
         outside = max((done(t) for t in ids if t not in keep), default=0)
         sub = [by_id[t] for t in ids if t in keep]
