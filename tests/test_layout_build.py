@@ -50,8 +50,9 @@ def _source(wl, gen, tensor):
     return pricing.input_held(wl, tensor, gen.spec)
 
 
-@pytest.mark.parametrize("grain", ["box", None, 64])
-@pytest.mark.parametrize("workload,spec_name", [("mini-mlp", "test64"), ("mini-attention", "test64")])
+@pytest.mark.parametrize("workload,spec_name,grain", [
+    ("mini-mlp", "test64", "box"), ("mini-mlp", "test64", None), ("mini-mlp", "test64", 64),
+    ("mini-attention", "test64", None), ("mini-attention", "test64", 64)])
 def test_prices_are_the_generated_phases(workload, spec_name, grain):
     """For random layouts and each grain: the weight broadcast, reduction and every operand
     move priced in closed form or from boxes equal the load bound of exactly the transfers

@@ -114,14 +114,19 @@ def test_report_and_diff(tmp_path: Path) -> None:
 
 
 def test_sweep_mistakes(tmp_path: Path) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
     sweep = _sweep_folder(tmp_path)
-    bad = tmp_path / "bad.yaml"
-    for text, expected in (("phases: [nothing/*.json]\n", "matches no phase file"),
-                           ("phases: [phases/]\nsolvers: [{solver: magic}]\n", "solvers[0].solver"),
-                           ("phases: [phases/]\nsolvers: [{solver: cpsat, time_limit: -1}]\n", "solvers[0]"),
-                           ("phases: [phases/]\nspecs: [nosuch]\n", "unknown spec")):
-        bad.write_text(text)
-        r = run_cli("sweep", str(bad), "--out", str(tmp_path / "o"))
+    cases = (("phases: [nothing/*.json]\n", "matches no phase file"),
+             ("phases: [phases/]\nsolvers: [{solver: magic}]\n", "solvers[0].solver"),
+             ("phases: [phases/]\nsolvers: [{solver: cpsat, time_limit: -1}]\n", "solvers[0]"),
+             ("phases: [phases/]\nspecs: [nosuch]\n", "unknown spec"))
+    for i, (text, _) in enumerate(cases):
+        (tmp_path / f"bad{i}.yaml").write_text(text)
+    with ThreadPoolExecutor(2) as pool:  # each refused before any work
+        results = list(pool.map(lambda i: run_cli("sweep", str(tmp_path / f"bad{i}.yaml"), "--out",
+                                                  str(tmp_path / "o")), range(len(cases))))
+    for (text, expected), r in zip(cases, results, strict=True):
         assert r.returncode == 2 and expected in r.stderr, (text, r.stderr)
     r = run_cli("sweep", str(sweep), "--out", str(tmp_path / "o"), "--cluster", "tcp://127.0.0.1:9")
     assert r.returncode == 2 and "--cluster" in r.stderr

@@ -107,9 +107,13 @@ def _mistakes(tmp: Path) -> list[tuple[list[str], str]]:
 
 
 def test_mistakes_exit_2_with_one_clear_line(tmp_path: Path) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    cases = list(_mistakes(tmp_path))
+    with ThreadPoolExecutor(2) as pool:  # independent commands, each refused before any work
+        results = list(pool.map(lambda case: run_cli(*case[0]), cases))
     failures = []
-    for args, expected in _mistakes(tmp_path):
-        r = run_cli(*args)
+    for (args, expected), r in zip(cases, results, strict=True):
         lines = r.stderr.strip().splitlines()
         ok = (r.returncode == 2 and "Traceback" not in r.stderr and len(lines) >= 1
               and all(line.startswith("error: ") for line in lines) and expected in r.stderr)

@@ -165,9 +165,8 @@ class _Router:
             nhi = np.array([b[1] for b in need.box])
             some = near(nlo, nhi)
             ilo, ihi = np.maximum(lo[some], nlo), np.minimum(hi[some], nhi)
-            hit = some[np.all(ilo < ihi, axis=1)]
-            ilo, ihi = np.maximum(lo[hit], nlo), np.minimum(hi[hit], nhi)
-            for i, box_lo, box_hi in zip(hit, ilo, ihi, strict=True):
+            hit = np.all(ilo < ihi, axis=1)
+            for i, box_lo, box_hi in zip(some[hit], ilo[hit], ihi[hit], strict=True):
                 piece = pieces[i]
                 box = tuple((int(a), int(b)) for a, b in zip(box_lo, box_hi, strict=True))
                 dst = tuple(t for t in need.tiles if t != piece.tile)
