@@ -25,8 +25,8 @@ Grain = int | str | None
 
 def parse_grain(value: str | int | None, spec: Spec, where: str = "--grain") -> Grain:
     """A grain from the command line or the API, refused unless the spec can honour it."""
-    if value is None or value == BOX:
-        return value
+    if value is None:
+        return None
     text = str(value).strip().lower()
     if text in (BOX, "run", "runs"):
         return BOX if text == BOX else None
@@ -54,11 +54,11 @@ def fragments(box: Box, src_outer: Box, dst_outer: Box, elem: int, grain: Grain,
               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(source offsets, destination offsets, bytes) of the fragments that move `box`, the
     offsets in bytes from the start of the buffers holding `src_outer` and `dst_outer`."""
-    firsts = tuple(lo for lo, _ in box)
     if grain == BOX:
-        one = np.ones(1, dtype=np.int64)
-        return (one * linear_index(src_outer, firsts) * elem, one * linear_index(dst_outer, firsts) * elem,
-                one * volume(box) * elem)
+        first = tuple(lo for lo, _ in box)
+        return tuple(np.array([v], dtype=np.int64) for v in (  # type: ignore[return-value]
+            linear_index(src_outer, first) * elem, linear_index(dst_outer, first) * elem,
+            volume(box) * elem))
     # runs: the innermost dimensions the box spans in both buffers merge with the next one out
     level = 2
     while level > 0 and box[level] == src_outer[level] == dst_outer[level]:
