@@ -49,14 +49,14 @@ def main() -> None:
           f"{len(gp.phase.transfers)} transfers")
     print(f"{'placement':<16} {'conflicts':>10} {'peak':>8} {'greedy':>8} {'exact':>8}")
     for name, offsets in (("default", default), ("4KiB-shift", shifted),
-                          ("conflict-aware", aware.offsets)):
+                          ("conflict-aware", aware.solution.offsets)):
         if offsets is None:
             print(f"{name:<16} no placement ({aware.reason})")
             continue
         rep = validate_placement(arena, offsets)
         phase = readdress(gen, gp, offsets)
-        g = solve(phase, spec, "greedy").schedule.horizon
-        x = (solve(phase, spec, "cpsat", {"time_limit": args.exact_time}).schedule.horizon
+        g = solve(phase, spec, "greedy").value
+        x = (solve(phase, spec, "cpsat", {"time_limit": args.exact_time}).value
              if args.exact_time else "-")
         print(f"{name:<16} {rep.conflicts:>10} {rep.peak:>8} {g:>8} {x:>8}"
               + ("" if rep.ok else f"  INVALID: {rep.violations[:2]}"))

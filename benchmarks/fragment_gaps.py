@@ -95,7 +95,7 @@ def main() -> None:
         print(f"| {phase.name} | {len(timings):,} | {sum(len(tm.transfer.dst) for tm in timings):,} | "
               f"{greedy:,} ({g_time:.0f} s) | {', '.join(took)} | {bound or '-'} | "
               f"{best or doc.get('status')} | {wall:.0f} s | {peak:,} | {ratio} | "
-              f"{named} / {doc.get('produced_by', '-')} |", flush=True)
+              f"{named} / {doc.get('method', '-')} |", flush=True)
 
 
 if __name__ == "__main__":

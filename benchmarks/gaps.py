@@ -46,13 +46,13 @@ def main() -> None:
     for ph in phases:
         t0 = time.perf_counter()
         r = solve(ph, spec, "auto", {"time_limit": args.time_limit, "workers": 1, "seed": args.seed})
-        s = r.schedule
+        s = r
         old = max(b.value for b in all_bounds(ph, spec) if b.name != "clique")
-        greedy = s.extra["greedy_horizon"]
+        greedy = s.extras["greedy_horizon"]
         name = max(r.bounds, key=lambda b: b.value).name
         print(f"{ph.name:<26} {len(ph.transfers):>9} {old:>9} {s.lower_bound:>7} {greedy:>7} "
-              f"{s.horizon:>7} {greedy / old:>7.3f} {s.horizon / s.lower_bound:>6.3f} "
-              f"{time.perf_counter() - t0:>5.0f}s  {name} / {s.extra.get('produced_by')}", flush=True)
+              f"{s.value:>7} {greedy / old:>7.3f} {s.value / s.lower_bound:>6.3f} "
+              f"{time.perf_counter() - t0:>5.0f}s  {name} / {s.extras.get('produced_by')}", flush=True)
 
 
 if __name__ == "__main__":

@@ -31,8 +31,8 @@ def main() -> None:
         problem, doc = build_problem(load_workload(name), spec)
         built = time.perf_counter() - t0
         kept = doc["kept"]
-        m = plan(problem, "milp", params)
-        c = plan(problem, "cpsat", params)
+        m = plan(problem, "milp", params).to_dict()
+        c = plan(problem, "cpsat", params).to_dict()
         beam = m["beam"]["cycles"]
         gap = (beam - m["cycles"]) / m["cycles"] if m["cycles"] else float("nan")
         print(f"{name:<18} {spec.name:<8} {sum(kept['enumerated'].values()):>10} "

@@ -40,11 +40,11 @@ def main() -> None:
         t0 = time.perf_counter()
         res = place(arena, "fit", args.solver, {"time_limit": args.time_limit, "seed": args.seed})
         dt = time.perf_counter() - t0
-        ok = res.offsets is not None and validate_placement(arena, res.offsets).ok
+        ok = res.solution.offsets is not None and validate_placement(arena, res.solution.offsets).ok
         placed += ok
         greedy = [validate_placement(arena, best_fit(arena, o)).peak for o in ("size", "area")]
         print(f"{r['file']:<26} {len(arena.buffers):>7} {arena.peak_live()[0]:>8} "
-              f"{'yes' if ok else 'no':>6} {res.peak if ok else '-':>8} {dt:>6.1f}s "
+              f"{'yes' if ok else 'no':>6} {res.solution.peak if ok else '-':>8} {dt:>6.1f}s "
               f"{res.solver if ok else '-':>7} {greedy[0]:>11} {greedy[1]:>11}", flush=True)
     print(f"\nplaced {placed}/{len(rows)} within capacity, {args.time_limit:g}s each")
 

@@ -46,15 +46,15 @@ def main() -> None:
         res = solve(phase, spec, "cpsat", {"time_limit": args.time_limit, "workers": args.workers,
                                            "prove_split": args.prove_split})
         dt = time.perf_counter() - t0
-        s = res.schedule
+        s = res
         best = int(r["best_known"])
         out.append((r, s, dt))
         print(f"{r['name']:<16} {r['set']:<9} {r['jobs'] + 'x' + r['machines']:>6} "
-              f"{s.lower_bound:>6} {s.extra['greedy_horizon']:>7} {s.horizon:>6} {best:>6} "
+              f"{s.lower_bound:>6} {s.extras['greedy_horizon']:>7} {s.value:>6} {best:>6} "
               f"{s.status:<9} {dt:>6.1f}s", flush=True)
     n = len(out)
-    reached = sum(s.horizon <= int(r["best_known"]) for r, s, _ in out)
-    better = [r["name"] for r, s, _ in out if s.horizon < int(r["best_known"])]
+    reached = sum(s.value <= int(r["best_known"]) for r, s, _ in out)
+    better = [r["name"] for r, s, _ in out if s.value < int(r["best_known"])]
     optimal = sum(s.status == "optimal" for _, s, _ in out)
     print(f"\n{n} instances, time limit {args.time_limit:g}s, {args.workers} workers")
     print(f"reached best known: {reached}/{n}; proved optimal: {optimal}/{n} "
@@ -63,7 +63,7 @@ def main() -> None:
     for group in sorted({r["set"] for r, _, _ in out}):
         g = [(r, s) for r, s, _ in out if r["set"] == group]
         print(f"  {group:<9} optimal {sum(s.status == 'optimal' for _, s in g)}/{len(g)}, "
-              f"best known reached {sum(s.horizon <= int(r['best_known']) for r, s in g)}/{len(g)}")
+              f"best known reached {sum(s.value <= int(r['best_known']) for r, s in g)}/{len(g)}")
     if better:
         print(f"below the listed best known: {', '.join(better)}")
     sys.exit(0)

@@ -43,23 +43,23 @@ def check_phase(index: int, seed: int, time_limit: float) -> tuple[int, list[str
 
     def run(solver: str, limit: float) -> None:
         res = solve(phase, spec, solver, {"time_limit": limit, "workers": 1, "seed": 0})
-        s = res.schedule
-        report = validate(phase, spec, s)
+        s = res
+        report = validate(phase, spec, s.solution)
         if not report.ok:
             failures.append(f"{where}: {solver} schedule rejected by the validator")
-        sim = simulate(phase, spec, s)
+        sim = simulate(phase, spec, s.solution)
         if sim.ok != report.ok or sim.horizon != report.horizon:
             failures.append(f"{where}: the simulator ({sim.breach or sim.horizon}) disagrees with the "
                             f"validator ({report.horizon})")
-        if s.lower_bound is not None and s.horizon < s.lower_bound:
-            failures.append(f"{where}: {solver} horizon {s.horizon} below its bound {s.lower_bound}")
-        if solver in ("cpsat", "lns", "colour") and s.horizon > s.extra["greedy_horizon"]:
-            failures.append(f"{where}: {solver} {s.horizon} worse than its greedy hint "
-                            f"{s.extra['greedy_horizon']}")
-        if limit == 0 and (s.horizon != s.extra["greedy_horizon"]
+        if s.lower_bound is not None and s.value < s.lower_bound:
+            failures.append(f"{where}: {solver} horizon {s.value} below its bound {s.lower_bound}")
+        if solver in ("cpsat", "lns", "colour") and s.value > s.extras["greedy_horizon"]:
+            failures.append(f"{where}: {solver} {s.value} worse than its greedy hint "
+                            f"{s.extras['greedy_horizon']}")
+        if limit == 0 and (s.value != s.extras["greedy_horizon"]
                            or s.status not in ("fallback", "optimal")):
-            failures.append(f"{where}: {solver} with a zero time limit gave {s.status} {s.horizon}, "
-                            f"not the greedy fallback {s.extra['greedy_horizon']}")
+            failures.append(f"{where}: {solver} with a zero time limit gave {s.status} {s.value}, "
+                            f"not the greedy fallback {s.extras['greedy_horizon']}")
 
     solves = 2
     run("greedy", time_limit)

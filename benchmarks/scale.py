@@ -75,12 +75,12 @@ def main() -> None:
         del em, proto
     if args.lns:
         res = solve(phase, spec, "lns", {"time_limit": args.lns, "workers": 2, "seed": args.seed})
-        s = res.schedule
-        print(f"lns {args.lns:g}s: horizon {s.horizon} (greedy {s.extra['greedy_horizon']}, "
-              f"bound {s.lower_bound}), {s.extra['lns_steps']} steps, "
-              f"{s.extra['lns_improvements']} improvements, peak memory {rss_mib():.0f} MiB")
+        s = res
+        print(f"lns {args.lns:g}s: horizon {s.value} (greedy {s.extras['greedy_horizon']}, "
+              f"bound {s.lower_bound}), {s.extras['lns_steps']} steps, "
+              f"{s.extras['lns_improvements']} improvements, peak memory {rss_mib():.0f} MiB")
         print("horizon over time (s, horizon): "
-              + ", ".join(f"({x}, {y})" for x, y in s.extra["lns_history"]))
+              + ", ".join(f"({x}, {y})" for x, y in s.extras["lns_history"]))
 
 
 if __name__ == "__main__":

@@ -38,8 +38,8 @@ def main() -> None:
         tm = time.perf_counter() - t0
         old = max(b.value for b in c.bounds if b.name != "clique")
         new = max(b.value for b in c.bounds)
-        opt = c.schedule.horizon if c.schedule.status == "optimal" else 0
-        print(f"{seed:>4} {opt or '-':>7} {tc:>5.1f}s {m.schedule.status:>9} {m.schedule.horizon:>6} "
+        opt = c.value if c.status == "optimal" else 0
+        print(f"{seed:>4} {opt or '-':>7} {tc:>5.1f}s {m.status:>9} {m.value:>6} "
               f"{tm:>5.1f}s {old:>9} {new:>6} {old / (opt or 1e9):>7.3f} {new / (opt or 1e9):>7.3f}",
               flush=True)
 

@@ -65,7 +65,7 @@ def main() -> None:
         for name, ref in phases:
             for solver in args.solvers.split(","):
                 wall, doc = run(["solve", ref, "--solver", solver, "--time-limit", f"{limit:g}"])
-                rows.append((name, doc.get("transfers", ""), solver, limit, wall, doc.get("status"),
+                rows.append((name, len(doc.get("transfers", [])), solver, limit, wall, doc.get("status"),
                              doc.get("horizon", "")))
                 print_row(rows[-1], flush=True)
         if args.no_others:

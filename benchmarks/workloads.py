@@ -51,19 +51,19 @@ def main() -> None:
                 FIXTURES.mkdir(exist_ok=True)
                 write_json(FIXTURES / f"{name}-{spec_name}-{phase.name}.json", phase.to_dict())
             t0 = time.perf_counter()
-            g = solve(phase, spec, "greedy").schedule
+            g = solve(phase, spec, "greedy")
             gt = time.perf_counter() - t0
-            exact, solver, xt, gap = "-", "-", 0.0, (g.horizon - g.lower_bound) / max(g.horizon, 1)
+            exact, solver, xt, gap = "-", "-", 0.0, (g.value - g.lower_bound) / max(g.value, 1)
             if not args.no_exact and g.status != "optimal":
                 solver = "cpsat" if len(phase.transfers) <= args.cpsat_max else "lns"
                 t0 = time.perf_counter()
-                x = solve(phase, spec, solver, {"time_limit": args.exact_time}).schedule
+                x = solve(phase, spec, solver, {"time_limit": args.exact_time})
                 xt = time.perf_counter() - t0
-                exact = str(x.horizon)
-                gap = (x.horizon - x.lower_bound) / max(x.horizon, 1)
+                exact = str(x.value)
+                gap = (x.value - x.lower_bound) / max(x.value, 1)
             print(f"{name:<17} {spec_name:<14} {phase.name:<24} {len(phase.transfers):>9} "
                   f"{sum(len(t.dst) for t in phase.transfers):>9} {g.lower_bound:>7} "
-                  f"{g.horizon:>7} {gt:>6.1f}s {exact:>7} {solver:<6} {gap:>6.1%} {xt:>6.1f}s",
+                  f"{g.value:>7} {gt:>6.1f}s {exact:>7} {solver:<6} {gap:>6.1%} {xt:>6.1f}s",
                   flush=True)
 
 

@@ -1,10 +1,15 @@
 """ipuopt: exact models, honest lower bounds and fast fallbacks for IPU compiler problems.
 
     import ipuopt
-    phase, spec = ipuopt.load_phase("tiny")          # a file, or a bundled example by name
-    result = ipuopt.solve(phase, spec, "cpsat", time_limit=5)
+    result = ipuopt.solve("tiny", solver="cpsat", time_limit=5)   # a bundled name, a path,
+    print(result.status, result.value, result.bound, result.gap)  # a dict or a Phase
+    placement = ipuopt.place("mini-mlp", "peak")                   # a Result[Placement]
+    plan = ipuopt.select_layouts("toy")                            # a Result[Plan]
 
-The API's names (see `ipuopt.api`) load on first use, so the command line starts fast.
+Build inputs in code: `Phase`/`Transfer`, `Arena`/`Buffer`, or documents (dicts) for any
+of them and `LayoutProblem`; each is checked as a file is. `methods()` lists every method.
+The API's names (see `ipuopt.api`, docs/python.md) load on first use, so the command line
+starts fast.
 """
 
 from __future__ import annotations
@@ -13,12 +18,17 @@ from typing import Any
 
 __version__ = "0.1.0"
 
-_API = ("Arena", "Bound", "ExchangeResult", "Generation", "Phase", "Placement", "Report",
-        "Schedule", "Spec", "Workload", "bounds", "generate", "load_arena", "load_phase",
-        "load_schedule", "load_spec", "load_workload", "place", "render_arena", "render_schedule",
-        "render_program", "run", "select_layouts", "simulate", "solve", "sweep", "sweep_report",
-        "validate", "validate_placement")
+_API = ("Arena", "Bound", "Buffer", "Conflict", "Generation", "InputError", "LayoutProblem", "Method",
+        "Phase", "Placement", "Plan", "Report", "Result", "Schedule", "Simulation", "Spec", "Status",
+        "Transfer", "Workload", "bounds", "export_model", "generate", "load_arena", "load_layout_problem",
+        "load_phase", "load_schedule", "load_spec", "load_workload", "methods", "place", "render_arena",
+        "render_program", "render_schedule", "run", "select_layouts", "simulate", "solve", "sweep",
+        "sweep_report", "validate", "validate_placement")
 __all__ = ["__version__", *_API]
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)
 
 
 def __getattr__(name: str) -> Any:

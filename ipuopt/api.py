@@ -1,30 +1,41 @@
-"""The Python API a notebook needs: load, solve, bound, validate, place, generate.
+"""The Python API a notebook needs: build or load, solve, bound, validate, place, plan, generate.
 
-Thin wrappers over the problem packages with keyword options, so a user never assembles
-parameter dicts or imports solver modules; `import ipuopt` exposes every name here.
+Every function takes its input the same three ways: a bundled name ("tiny", "mini-mlp"), a
+path, or an object (built in code, or a document as a dict); objects and dicts are checked as
+files are, with the same errors. Methods and their settings mean what they mean on the
+command line (`ipuopt.registry.resolve`): `solver="cpsat"` is the cpsat profile, a time limit
+without a solver asks for `auto`. Every solving function returns a `Result` whose `solution`
+is a `Schedule`, a `Placement` or a `Plan`; `to_dict()` is what `--json` prints.
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from ipuopt.arena.problem import Arena, load_arena
+from ipuopt.arena.problem import Arena, Buffer, Conflict, arena_from_dict, checked_arena
+from ipuopt.arena.problem import load_arena as _load_arena
 from ipuopt.arena.solve import Placement
 from ipuopt.arena.solve import place as _place
-from ipuopt.arena.validate import validate_placement
-from ipuopt.exchange.bounds import Bound, all_bounds
-from ipuopt.exchange.phase import Phase, load_phase
-from ipuopt.exchange.schedule import Schedule, load_schedule
+from ipuopt.arena.validate import validate_placement as _validate_placement
+from ipuopt.errors import InputError
+from ipuopt.exchange.bounds import all_bounds
+from ipuopt.exchange.phase import Phase, Transfer, checked_phase, phase_from_dict
+from ipuopt.exchange.phase import load_phase as _load_phase
+from ipuopt.exchange.schedule import Schedule, load_schedule, schedule_from_dict
 from ipuopt.exchange.simulate import Simulation
 from ipuopt.exchange.simulate import simulate as _simulate
-from ipuopt.exchange.solve import ExchangeResult
 from ipuopt.exchange.solve import solve as _solve
 from ipuopt.exchange.validate import Report
 from ipuopt.exchange.validate import validate as _validate
-from ipuopt.params import SolveParams
+from ipuopt.layout.problem import LayoutProblem, layout_problem_from_dict
+from ipuopt.layout.problem import load_layout_problem as _load_layout_problem
+from ipuopt.layout.solve import Plan
+from ipuopt.registry import METHODS, Method, resolve
 from ipuopt.render.save import save
 from ipuopt.render.views import arena_boxes, phase_view, program_view
+from ipuopt.result import Bound, Result, Status
 from ipuopt.spec import Spec, load_spec
 from ipuopt.workloads.fragments import parse_grain
 from ipuopt.workloads.gemm import GemmLayout
@@ -33,70 +44,152 @@ from ipuopt.workloads.phases import generate as _generate
 from ipuopt.workloads.program import run_program
 from ipuopt.workloads.workload import Workload, load_workload
 
-__all__ = ["Arena", "Bound", "ExchangeResult", "Generation", "Phase", "Placement", "Report",
-           "Schedule", "Spec", "Workload", "bounds", "generate", "load_arena", "load_phase",
-           "load_schedule", "load_spec", "load_workload", "place", "render_arena", "render_schedule",
-           "render_program", "run", "select_layouts", "simulate", "solve", "sweep", "sweep_report",
-           "validate", "validate_placement"]
+__all__ = ["Arena", "Bound", "Buffer", "Conflict", "Generation", "InputError", "LayoutProblem", "Method",
+           "Phase", "Placement", "Plan", "Report", "Result", "Schedule", "Simulation", "Spec", "Status",
+           "Transfer", "Workload", "bounds", "export_model", "generate", "load_arena", "load_layout_problem",
+           "load_phase", "load_schedule", "load_spec", "load_workload", "methods", "place", "render_arena",
+           "render_program", "render_schedule", "run", "select_layouts", "simulate", "solve", "sweep",
+           "sweep_report", "validate", "validate_placement"]
+
+PhaseLike = Phase | dict[str, Any] | str | Path
+ArenaLike = Arena | dict[str, Any] | str | Path
+ScheduleLike = Schedule | Result | dict[str, Any] | str | Path
 
 
-def solve(phase: Phase, spec: Spec, solver: str = "greedy", *, time_limit: float | None = None,
-          workers: int | None = None, seed: int | None = None,
-          params: dict[str, Any] | None = None) -> ExchangeResult:
-    """Schedule a phase with greedy | cpsat | milp | lns; the schedule always validates.
+def load_phase(source: PhaseLike | tuple[Phase, Spec], spec: Spec | str | None = None) -> tuple[Phase, Spec]:
+    """`(Phase, Spec)` from a bundled name, a path, a document or a `Phase` built in code
+    (checked as a file is); `spec` (name, path or `Spec`) replaces the phase's own."""
+    if isinstance(source, tuple):  # what load_phase returned: (phase, its spec)
+        source, spec = source[0], spec if spec is not None else source[1]
+    if isinstance(source, Phase):
+        return checked_phase(source, spec)
+    if isinstance(source, dict):
+        return phase_from_dict(source, spec, "(phase document)")
+    return _load_phase(source, spec)
 
-    `params` passes any backend parameter through (a CP-SAT parameter by its own name,
-    or `solver: cbc` for the MILP)."""
-    return _solve(phase, spec, solver, SolveParams(time_limit, workers, seed, options=dict(params or {})))
+
+def load_arena(source: ArenaLike) -> Arena:
+    """An `Arena` from a bundled name, a path, a document or one built in code (checked)."""
+    if isinstance(source, Arena):
+        return checked_arena(source)
+    if isinstance(source, dict):
+        return arena_from_dict(source, "(arena document)")
+    return _load_arena(source)
 
 
-def bounds(phase: Phase, spec: Spec) -> list[Bound]:
+def load_layout_problem(source: LayoutProblem | dict[str, Any] | str | Path) -> LayoutProblem:
+    """A `LayoutProblem` from a bundled name, a path or a document (checked as a file is)."""
+    if isinstance(source, LayoutProblem):
+        return source
+    if isinstance(source, dict):
+        return layout_problem_from_dict(source, "(layout problem document)")
+    return _load_layout_problem(source)
+
+
+def _spec(spec: Spec | str) -> Spec:
+    return spec if isinstance(spec, Spec) else load_spec(spec, field="spec")
+
+
+def _workload(workload: Workload | str | Path) -> Workload:
+    return workload if isinstance(workload, Workload) else load_workload(workload)
+
+
+def methods(problem: str | None = None) -> list[Method]:
+    """The methods of `problem` (exchange, arena, layout; all without): name, kind (exact,
+    heuristic, portfolio), summary, the options each reads."""
+    return [m for m in METHODS if problem in (None, m.problem)]
+
+
+def solve(phase: PhaseLike, spec: Spec | str | None = None, solver: str | None = None, *,
+          time_limit: float | None = None, workers: int | None = None, seed: int | None = None,
+          profile: str | None = None, params: dict[str, Any] | None = None) -> Result[Schedule]:
+    """Schedule a phase; the schedule always validates. `solver`: greedy (default), cpsat,
+    milp, lns, iterated, colour, auto (the default when only `time_limit` is given); a bare
+    `cpsat` or `milp` brings its profile's settings, as on the command line. `params` passes
+    options by name (a CP-SAT parameter, `milp_solver`, `prove_split`, a greedy habit)."""
+    ph, sp = load_phase(phase, spec)
+    chosen, settings = resolve("exchange", solver, profile=profile, time_limit=time_limit, workers=workers,
+                               seed=seed, options=params)
+    return _solve(ph, sp, chosen.name, settings)
+
+
+def bounds(phase: PhaseLike, spec: Spec | str | None = None) -> list[Bound]:
     """Every named lower bound on the phase's optimal horizon (each with where it holds)."""
-    return all_bounds(phase, spec)
+    return all_bounds(*load_phase(phase, spec))
 
 
-def validate(phase: Phase, spec: Spec, schedule: Schedule | str | Path) -> Report:
-    """Check a schedule (object or JSON file) against every rule; `.ok`, `.violations`, `.horizon`."""
-    if not isinstance(schedule, Schedule):
-        schedule = load_schedule(schedule)
-    return _validate(phase, spec, schedule)
+def validate(phase: PhaseLike, spec: Spec | str | None, schedule: ScheduleLike,
+             ) -> Report:
+    """Check a schedule (object, result, document or JSON file) against every rule: `.ok`,
+    `.violations`, `.horizon`."""
+    return _validate(*load_phase(phase, spec), _schedule(schedule))
 
 
-def place(arena: Arena, objective: str = "fit", solver: str = "auto", *, time_limit: float = 60.0,
-          workers: int | None = None, seed: int | None = None) -> Placement:
+def _schedule(schedule: ScheduleLike) -> Schedule:
+    if isinstance(schedule, Result):  # the verdict goes with it, to name it in pictures
+        return replace(schedule.solution, note=f"{schedule.method or schedule.solver} {schedule.status}")
+    if isinstance(schedule, dict):
+        return schedule_from_dict(schedule, "(schedule document)")
+    return schedule if isinstance(schedule, Schedule) else load_schedule(schedule)
+
+
+def simulate(phase: PhaseLike, spec: Spec | str | None, schedule: ScheduleLike,
+             arrivals: dict[int, int] | None = None) -> Simulation:
+    """Replay a schedule event by event; `arrivals` maps tile -> barrier arrival cycle.
+    `.ok`, `.breach`, `.horizon`, `.chain`, `.to_dict()` (every barrier metric)."""
+    return _simulate(*load_phase(phase, spec), _schedule(schedule), arrivals)
+
+
+def place(arena: ArenaLike, objective: str = "fit", solver: str = "auto", *, time_limit: float | None = None,
+          workers: int | None = None, seed: int | None = None) -> Result[Placement]:
     """Give an arena's buffers offsets (objective fit | peak | conflicts); validated."""
-    return _place(arena, objective, solver, SolveParams(time_limit, workers, seed))
+    params = resolve("arena", solver, time_limit=time_limit, workers=workers, seed=seed)[1]
+    return _place(load_arena(arena), objective, solver, params)
 
 
-def generate(workload: Workload | str, spec: Spec | str = "gc200",
+def validate_placement(arena: ArenaLike, placement: Placement | Result | dict[str, int]) -> Any:
+    """The placement validator's report (`.ok`, `.violations`, `.peak`, `.conflicts`) of
+    offsets, a `Placement` or a `place` result."""
+    if isinstance(placement, Result):
+        placement = placement.solution
+    offsets = placement.offsets if isinstance(placement, Placement) else placement
+    return _validate_placement(load_arena(arena), offsets or {})
+
+
+def select_layouts(problem: LayoutProblem | dict[str, Any] | str | Path, solver: str = "milp", *, k: int = 1,
+                   time_limit: float | None = None, workers: int | None = None, seed: int | None = None,
+                   width: int = 64, beam: int = 64) -> Result[Plan]:
+    """The plan of a layout problem (see `ipuopt layout`): status, cycles, bound, the choice
+    per operator, the beam's plan and where it lost the exact one, and the k best plans."""
+    from ipuopt.layout.solve import plan
+
+    params = resolve("layout", solver, time_limit=time_limit, workers=workers, seed=seed)[1]
+    return plan(load_layout_problem(problem), solver, params, k, width, beam)
+
+
+def generate(workload: Workload | str | Path, spec: Spec | str = "gc200",
              layouts: dict[str, str] | None = None, grain: int | str | None = None) -> Generation:
     """The exchange phases a workload needs; `layouts` maps a GEMM to "RxCxP/AxB[/REGION]"
     (others get the per-operator default: least compute plus received words). `grain`: None
     (contiguous runs), bytes to cut runs at (a multiple of the word), or "box" (whole boxes)."""
-    wl = workload if isinstance(workload, Workload) else load_workload(workload)
-    sp = spec if isinstance(spec, Spec) else load_spec(spec)
+    wl, sp = _workload(workload), _spec(spec)
     chosen = {op: GemmLayout.parse(text, sp) for op, text in (layouts or {}).items()}
     return _generate(wl, sp, chosen, parse_grain(grain, sp, "grain"))
 
 
-def simulate(phase: Phase, spec: Spec, schedule: Schedule,
-             arrivals: dict[int, int] | None = None) -> Simulation:
-    """Replay a schedule event by event; `arrivals` maps tile -> barrier arrival cycle.
-    `.ok`, `.breach`, `.horizon`, `.chain`, `.to_dict()` (every barrier metric)."""
-    return _simulate(phase, spec, schedule, arrivals)
-
-
-def run(workload: Workload | str, spec: Spec | str = "gc200", layouts: dict[str, str] | None = None,
-        solver: str = "greedy", *, time_limit: float | None = None, grain: int | str | None = None,
+def run(workload: Workload | str | Path, spec: Spec | str = "gc200", layouts: dict[str, str] | None = None,
+        solver: str | None = None, *, time_limit: float | None = None, grain: int | str | None = None,
         ) -> dict[str, Any]:
     """The whole program on the chip (see `ipuopt run`): per boundary barrier metrics and totals."""
+    chosen, params = resolve("exchange", solver, time_limit=time_limit)
     gen = generate(workload, spec, layouts, grain)
-    return run_program(gen, solver, SolveParams(time_limit)).to_dict()
+    return run_program(gen, chosen.name, params).to_dict()
 
 
-def render_schedule(phase: Phase, spec: Spec, schedule: Schedule, out: str | Path) -> None:
+def render_schedule(phase: PhaseLike, spec: Spec | str | None, schedule: ScheduleLike,
+                    out: str | Path) -> None:
     """A schedule's timeline to F.html (interactive) or F.png."""
-    save(out, phase_view(phase, spec, schedule))
+    save(out, phase_view(*load_phase(phase, spec), _schedule(schedule)))
 
 
 def render_program(run_doc: dict[str, Any], out: str | Path) -> None:
@@ -104,15 +197,38 @@ def render_program(run_doc: dict[str, Any], out: str | Path) -> None:
     save(out, program_view(run_doc))
 
 
-def render_arena(arena: Arena, offsets: dict[str, int], out: str | Path) -> None:
+def render_arena(arena: ArenaLike, placement: Placement | Result | dict[str, int], out: str | Path) -> None:
     """A placement (address against step, conflicts marked) to F.html or F.png."""
-    save(out, arena_boxes(arena, offsets))
+    if isinstance(placement, Result):
+        placement = placement.solution
+    offsets = placement.offsets if isinstance(placement, Placement) else placement
+    save(out, arena_boxes(load_arena(arena), offsets or {}))
+
+
+def export_model(source: PhaseLike | ArenaLike | LayoutProblem, out: str | Path, problem: str = "exchange", *,
+                 spec: Spec | str | None = None, objective: str = "fit") -> dict[str, Any]:
+    """Write the exact model of an exchange phase, an arena (for `objective`) or a layout
+    problem to `out`: `.pb`/`.pbtxt` CP-SAT, `.mps`/`.lp` MILP. Its form, variables and
+    constraints."""
+    from ipuopt.export import arena_model, exchange_model, form_of, layout_model, write_model
+
+    form = form_of(out, "out")
+    if problem == "exchange":
+        model = exchange_model(*load_phase(source, spec), form)  # type: ignore[arg-type]
+    elif problem == "arena":
+        model = arena_model(load_arena(source), objective, form)  # type: ignore[arg-type]
+    elif problem == "layout":
+        model = layout_model(load_layout_problem(source), form)  # type: ignore[arg-type]
+    else:
+        raise InputError.one("", "problem", f"unknown problem {problem!r} (exchange, arena, layout)")
+    return write_model(model, out)
 
 
 def sweep(path: str | Path, out: str | Path, cluster: str | None = None, workers: int | None = None,
           ) -> dict[str, Any]:
-    """Run a sweep file's cells on Dask (local cores, or the scheduler at `cluster`) into
-    `out`; cells already there are skipped. Counts of cells, solved, skipped, failed."""
+    """Run a sweep file's cells (phase x spec x solver) on Dask (local cores, or the
+    scheduler at `cluster`) into the folder `out`; cells already there are skipped. Counts
+    of cells, solved, already done, failed. See docs/solvers.md for the sweep file."""
     from ipuopt.sweeps.plan import load_sweep
     from ipuopt.sweeps.run import run_sweep
 
@@ -130,13 +246,3 @@ def sweep_report(out: str | Path, against: str | Path | None = None) -> dict[str
     if against is not None:
         doc["against"] = compare(rows, load_results(Path(against)))
     return doc
-
-
-def select_layouts(problem: str | Path, solver: str = "milp", *, k: int = 1, time_limit: float = 60.0,
-                   width: int = 64, beam: int = 64) -> dict[str, Any]:
-    """The plan for a layout problem file (see `ipuopt layout`): status, cycles, bound, choice,
-    the beam's plan and where it lost the exact one, and the k best plans."""
-    from ipuopt.layout.problem import load_layout_problem
-    from ipuopt.layout.solve import plan
-
-    return plan(load_layout_problem(problem), solver, {"time_limit": time_limit}, k, width, beam)

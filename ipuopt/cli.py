@@ -22,11 +22,13 @@ from ipuopt.errors import InputError, Problem
 from ipuopt.exchange.bounds import all_bounds, best_bound
 from ipuopt.exchange.phase import load_phase
 from ipuopt.exchange.schedule import Schedule, load_schedule, schedule_for, schedule_from_dict
-from ipuopt.exchange.solve import BACKENDS, ExchangeResult, check_options, solve
+from ipuopt.exchange.solve import solve
 from ipuopt.exchange.validate import validate
+from ipuopt.export import FORMS
 from ipuopt.io import FORMATS, check_output, parse_int, read_document, write_atomic, write_document
 from ipuopt.params import DEFAULT_TIME_LIMIT, Interrupted, SolveParams, Stopped
-from ipuopt.profiles import load_profile
+from ipuopt.registry import resolve
+from ipuopt.result import Result
 from ipuopt.spec import diff_specs, load_spec, spec_names
 from ipuopt.workloads.fragments import grain_name, parse_grain
 
@@ -48,6 +50,9 @@ SpecOpt = Annotated[str | None, typer.Option("--spec", help="Spec name or file; 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Machine-readable output.")]
 VerboseOpt = Annotated[bool, typer.Option("--verbose", help="The solver's own log, on stderr.")]
 QuietOpt = Annotated[bool, typer.Option("--quiet", help="No progress lines on stderr (results still print).")]
+ExportOpt = Annotated[Path | None, typer.Option(
+    "--export", help="Write the exact model here instead of solving: .pb or .pbtxt (CP-SAT), .mps or .lp "
+                     "(MILP).")]
 LimitHelp = (f"Seconds, wall-clock, for the whole command: loading, bounds, search, validation, writing "
              f"(default {DEFAULT_TIME_LIMIT:g} for every solver but greedy).")
 
@@ -202,54 +207,62 @@ def _check_out_dir(out_dir: Path | None, option: str = "--out-dir") -> None:
 def _params(profile: str | None, solver: str | None, time_limit: float | None,
             workers: int | None, seed: int | None, param: list[str],
             verbose: bool = False) -> tuple[str, SolveParams]:
-    SolveParams(time_limit, workers, seed)  # option ranges, before the profile is read
-    if solver and solver not in BACKENDS:
-        raise InputError.one("", "--solver", f"unknown solver {solver!r} (one of {', '.join(BACKENDS)})")
-    backend, params = load_profile(profile) if profile else ("greedy", {})
-    if profile and solver and solver != backend:
-        raise InputError.one("", "--solver", f"{solver} conflicts with --profile {profile} (backend "
-                                             f"{backend}): give one of them")
-    if time_limit is not None and not profile and not solver:
-        backend = "auto"  # a time limit asks for the best schedule in that time
-    if solver and not profile:
-        default = {"cpsat": "cpsat", "milp": "milp"}.get(solver)
-        params = load_profile(default)[1] if default else {}
-        backend = solver
-    for key, value in (("time_limit", time_limit), ("workers", workers), ("seed", seed)):
-        if value is not None:
-            params[key] = value
+    """The exchange method and parameters the options mean (`methods.resolve`)."""
+    options: dict[str, Any] = {}
     for item in param:
         if "=" not in item:
             raise InputError.one("", "--param", f"{item!r} is not KEY=VALUE")
         key, value = item.split("=", 1)
-        params[key.strip()] = yaml.safe_load(value)
+        options[key.strip()] = yaml.safe_load(value)
     if verbose:
-        params["verbose"] = True
-    built = SolveParams.of(params)
-    check_options(backend, built.options)
+        options["verbose"] = True
+    chosen, built = resolve("exchange", solver, profile=profile, time_limit=time_limit, workers=workers,
+                            seed=seed, options=options)
     unused = [name for name, value in (("--workers", workers), ("--seed", seed)) if value is not None]
-    if backend == "greedy" and unused:
+    if chosen.name == "greedy" and unused:
         _err(f"warning: {' and '.join(unused)} do nothing for the greedy (deterministic, one thread)")
-    return backend, built
+    return chosen.name, built
 
 
-def _print_result(res: ExchangeResult, spec_clock: float, sync: int) -> None:
-    s = res.schedule
+def _export(model: Callable[[str], Any], export: Path, json_out: bool, *inputs: Path | str | None) -> None:
+    """Write the model `model(form)` builds to `export` and say what was written."""
+    from ipuopt.export import write_model
+
+    done = write_model(model(FORMS[export.suffix.lower()]), export, tuple(Path(p) for p in inputs if p))
+    if json_out:
+        print(json.dumps(done, indent=1))
+    else:
+        print(f"model      {done['form']}: {done['variables']} variables, {done['constraints']} constraints "
+              f"-> {done['file']}")
+
+
+def _json_doc(res: Result, out: Path | None) -> dict[str, Any]:
+    """What `--json` prints: the result's document; with `--out`, the solution's per-item list
+    (a schedule's transfers, a placement's offsets) is in that file only."""
+    doc = res.to_dict()
+    if out is not None:
+        for key in ("transfers", "offsets"):
+            if key in doc:
+                doc[key] = f"{len(doc[key])} in {out}"
+    return doc
+
+
+def _print_result(res: Result, spec_clock: float, sync: int) -> None:
+    s, x = res.solution, res.extras
     us = s.horizon / spec_clock * 1e6 if s.horizon is not None else 0
     print(f"phase      {s.phase or '(unnamed)'}: {len(s.starts)} transfers on {s.spec}")
-    by = s.extra.get("produced_by", s.solver)
-    limit = f" of {s.extra['time_limit_s']:g}s" if "time_limit_s" in s.extra else ""
-    print(f"solver     {s.solver}  status {s.status}  time {res.runtime:.2f}s{limit}"
-          + (f"  (schedule from {by})" if by.split("/")[0] != s.solver else ""))
+    limit = f" of {x['time_limit_s']:g}s" if "time_limit_s" in x else ""
+    print(f"solver     {res.solver}  status {res.status}  time {res.runtime:.2f}s{limit}"
+          + (f"  (schedule from {res.method})" if res.method.split("/")[0] != res.solver else ""))
     print(f"horizon    {s.horizon} cycles ({us:.2f} us) + sync {sync}")
-    if "greedy_horizon" in s.extra and s.solver != "greedy":
-        print(f"greedy     {s.extra['greedy_horizon']}")
+    if "greedy_horizon" in x and res.solver != "greedy":
+        print(f"greedy     {x['greedy_horizon']}")
     for b in res.bounds:
         print(f"bound      {b.name:<10} {b.value:>10}  {b.where}")
-    print(f"best bound {s.lower_bound}  gap {_pct(res.gap)}")
-    if reason := s.extra.get("reason"):
-        print(f"reason     {reason}")
-    if note := s.extra.get("not_reproducible"):
+    print(f"best bound {res.bound}  gap {_pct(res.gap)}")
+    if res.reason:
+        print(f"reason     {res.reason}")
+    if note := x.get("not_reproducible"):
         print(f"note       not reproducible: {note}")
 
 
@@ -267,6 +280,7 @@ def solve_cmd(
     seed: Annotated[int | None, typer.Option(help="Random seed (with --workers 1: reproducible).")] = None,
     param: Annotated[list[str], typer.Option(help="Backend parameter KEY=VALUE, repeatable.")] = [],  # noqa: B006
     out: Annotated[Path | None, typer.Option(help="Write the schedule here (.json, or .yaml).")] = None,
+    export: ExportOpt = None,
     json_out: JsonOpt = False,
     chain: Annotated[bool, typer.Option("--chain", help="Also the schedule's critical chain (what "
                                                         "holds each step of the last transfer).")] = False,
@@ -276,27 +290,32 @@ def solve_cmd(
     """Schedule one exchange phase; print horizon, bounds and gap."""
     backend, params = _params(profile, solver, time_limit, workers, seed, param, verbose)
     _check_out(out, phase, spec, profile)
+    _check_out(export, phase, spec, profile, option="--export", suffixes=tuple(FORMS))
     params.start_clock(None if backend == "greedy" else DEFAULT_TIME_LIMIT, since=START)
     ph, sp = load_phase(phase, spec)
+    if export is not None:
+        from ipuopt.export import exchange_model
+
+        return _export(lambda form: exchange_model(ph, sp, form), export, json_out, phase)
     with _Progress(quiet, f"solve {backend}") as progress, _solver_log(verbose):
         res = solve(ph, sp, backend, params, progress)
     if out:
-        write_document(out, res.schedule.to_dict([t.id for t in ph.transfers]), protect=(phase,))
+        write_document(out, res.to_dict(), protect=(phase,))
     if res.interrupted:
         _reclaim_stdout()
     steps = None
     if chain:
         from ipuopt.exchange.simulate import simulate
 
-        steps = simulate(ph, sp, res.schedule).chain
+        steps = simulate(ph, sp, res.solution).chain
     if json_out:
-        print(json.dumps({**res.summary(), **({"critical_chain": steps} if chain else {})}, indent=1))
+        print(json.dumps({**_json_doc(res, out), **({"critical_chain": steps} if chain else {})}, indent=1))
     else:
         _print_result(res, sp.clock_hz, sp.exchange.sync_cycles)
         if steps is not None:
             _print_chain(steps)
     if res.interrupted:
-        _interrupted("the schedule", res.schedule.status, out)
+        _interrupted("the schedule", res.status, out)
 
 
 @app.command("bounds")
@@ -477,26 +496,23 @@ def compare_cmd(
     """One row per phase and solver: transfers, best bound, horizon, status, gap, time."""
     if json_out and csv_out:
         raise InputError.one("", "--json/--csv", "give one output format")
-    names = [s.strip() for s in solvers.split(",") if s.strip()]
-    if not names:
+    solver_names = [s.strip() for s in solvers.split(",") if s.strip()]
+    if not solver_names:
         raise InputError.one("", "--solvers", "name at least one solver")
-    for n in names:
-        if n not in BACKENDS:
-            raise InputError.one("", "--solvers", f"unknown solver {n!r} (one of {', '.join(BACKENDS)})")
-    SolveParams(time_limit, workers, seed)
+    for n in solver_names:
+        resolve("exchange", n, time_limit=time_limit, workers=workers, seed=seed, field="--solvers")
     rows = []
     loaded = [(f, *load_phase(f, spec)) for f in _phase_files(phases)]
-    cells = [(f, ph, sp, name) for f, ph, sp in loaded for name in names]
+    cells = [(f, ph, sp, name) for f, ph, sp in loaded for name in solver_names]
     with _Progress(quiet, "compare") as progress, _solver_log(verbose):
         for i, (f, ph, sp, name) in enumerate(cells):
             progress.start(f"compare {i + 1}/{len(cells)}: {f.name} {name}")
             res = solve(ph, sp, *_params(None, name, time_limit, workers, seed, [], verbose), progress)
             if res.interrupted:
                 raise KeyboardInterrupt  # a table of partly interrupted rows would mislead
-            s = res.schedule
             rows.append({"phase": f.name, "spec": sp.name, "solver": name,
-                         "transfers": len(ph.transfers), "bound": s.lower_bound,
-                         "greedy": s.extra["greedy_horizon"], "horizon": s.horizon, "status": s.status,
+                         "transfers": len(ph.transfers), "bound": res.bound,
+                         "greedy": res.extras["greedy_horizon"], "horizon": res.value, "status": res.status,
                          "gap": None if res.gap is None else round(res.gap, 4),
                          "time_s": round(res.runtime, 2)})
     if json_out:
@@ -731,63 +747,67 @@ def place_cmd(
              "instead of racing them.")] = None,
     seed: Annotated[int | None, typer.Option(help="Seeds the search's restarts and CP-SAT.")] = None,
     out: Annotated[Path | None, typer.Option(help="Placement JSON (or CSV with --csv).")] = None,
+    export: ExportOpt = None,
     json_out: JsonOpt = False,
     verbose: VerboseOpt = False,
     quiet: QuietOpt = False,
 ) -> None:
     """Give buffers offsets: no overlap while live together, within capacity."""
     from ipuopt.arena.problem import OBJECTIVES, load_arena, load_csv
-    from ipuopt.arena.solve import SOLVERS, place
+    from ipuopt.arena.solve import place
 
     if (arena is None) == (csv_in is None):
         raise InputError.one("", "ARENA/--csv", "give an arena file or --csv FILE --capacity BYTES")
     if objective not in OBJECTIVES:
         raise InputError.one("", "--objective",
                              f"unknown objective {objective!r} (one of {', '.join(OBJECTIVES)})")
-    if solver not in SOLVERS:
-        raise InputError.one("", "--solver", f"unknown solver {solver!r} (one of {', '.join(SOLVERS)})")
-    params = SolveParams(time_limit, workers, seed, verbose)
+    params = resolve("arena", solver, time_limit=time_limit, workers=workers, seed=seed,
+                     options={"verbose": True} if verbose else None)[1]
     if csv_in is not None and capacity is None:
         raise InputError.one(str(csv_in), "--capacity", "required with --csv")
     if capacity is not None and capacity <= 0:
         raise InputError.one("", "--capacity", f"must be > 0 bytes, got {capacity}")
     source = csv_in or arena
     _check_out(out, source, suffixes=(".csv",) if csv_in is not None else tuple(FORMATS))
+    _check_out(export, source, option="--export", suffixes=tuple(FORMS))
     params.start_clock(since=START)
     problem = load_csv(csv_in, capacity) if csv_in is not None else load_arena(arena)  # type: ignore[arg-type]
+    if export is not None:
+        from ipuopt.export import arena_model
+
+        return _export(lambda form: arena_model(problem, objective, form), export, json_out, source)
     with _Progress(quiet, f"place {solver}") as progress, _solver_log(verbose):
         res = place(problem, objective, solver, params, progress)
-    if out is not None and res.offsets is not None:
+    offsets = res.solution.offsets
+    if out is not None and offsets is not None:
         if csv_in is not None:
             buf = io.StringIO()
             writer = csv.writer(buf, lineterminator="\n")
             writer.writerow(["id", "lower", "upper", "size", "offset"])
             for b in problem.buffers:
-                writer.writerow([b.id, b.first, b.end, b.size, res.offsets[b.id]])
+                writer.writerow([b.id, b.first, b.end, b.size, offsets[b.id]])
             write_atomic(out, buf.getvalue(), protect=(source,))  # type: ignore[arg-type]
         else:
             write_document(out, res.to_dict(), protect=(source,))  # type: ignore[arg-type]
-    if res.info.get("interrupted"):
+    if res.interrupted:
         _reclaim_stdout()
     if json_out:
-        doc = res.to_dict()
-        if len(doc["offsets"]) > 50 and out is not None:
-            doc["offsets"] = f"{len(doc['offsets'])} offsets in {out}"
-        print(json.dumps(doc, indent=1))
+        print(json.dumps(_json_doc(res, out), indent=1))
     else:
         print(f"arena      {problem.name or source}: {len(problem.buffers)} buffers, capacity "
               f"{problem.capacity}")
-        print(f"solver     {res.solver}  status {res.status}  time {res.runtime:.2f}s")
-        if res.offsets is not None and objective == "fit":
-            print(f"objective  fit: every buffer placed within capacity (peak {res.peak} of "
+        print(f"solver     {res.solver}  status {res.status}  time {res.runtime:.2f}s"
+              + (f"  (placement from {res.method})" if res.method != res.solver else ""))
+        if offsets is not None and objective == "fit":
+            print(f"objective  fit: every buffer placed within capacity (peak {res.solution.peak} of "
                   f"{problem.capacity} bytes)")
-        elif res.offsets is not None:
-            print(f"objective  {objective} = {res.value}  peak {res.peak}  lower bound {res.lower_bound}")
+        elif offsets is not None:
+            print(f"objective  {objective} = {res.value}  peak {res.solution.peak}  lower bound {res.bound}")
         if res.reason:
             print(f"reason     {res.reason}")
-    if res.info.get("interrupted"):
-        _interrupted("the placement" if res.offsets is not None else None, res.status, out)
-    if res.offsets is None:
+    if res.interrupted:
+        _interrupted("the placement" if offsets is not None else None, res.status, out)
+    if offsets is None:
         raise typer.Exit(1)
 
 
@@ -946,6 +966,7 @@ def layout_cmd(
     workers: Annotated[int | None, typer.Option(help="Solver threads.")] = None,
     seed: Annotated[int | None, typer.Option(help="Random seed.")] = None,
     out: Annotated[Path | None, typer.Option(help="Write the plan JSON here.")] = None,
+    export: ExportOpt = None,
     json_out: JsonOpt = False,
     verbose: VerboseOpt = False,
     quiet: QuietOpt = False,
@@ -964,6 +985,7 @@ def layout_cmd(
     if not path.exists() and str(problem) in bundled_names("models"):
         path = resolve(problem, "models")
     _check_out(out, path, spec, profile)
+    _check_out(export, path, spec, option="--export", suffixes=tuple(FORMS))
     if time_limit is not None:
         params.start_clock(since=START)
     doc = read_document(path, bundled_hint("models/layouts", "problems") + "; "
@@ -986,8 +1008,12 @@ def layout_cmd(
                 raise InputError.one(str(path), name, "prices are chosen when a problem is built: give "
                                                       "a workload, or use `ipuopt layout-problem`")
         problem_ = layout_problem_from_dict(doc, str(path))
+    if export is not None:
+        from ipuopt.export import layout_model
+
+        return _export(lambda form: layout_model(problem_, form), export, json_out, path)
     with _solver_log(verbose):
-        result = plan(problem_, solver, params, k, width, beam)
+        result = plan(problem_, solver, params, k, width, beam).to_dict()
     if "kept" in problem_.extra:
         result["kept"] = problem_.extra["kept"]
     if rerank and result["choice"]:

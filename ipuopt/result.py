@@ -1,10 +1,16 @@
-"""The status vocabulary and the result type shared by every solver of every problem."""
+"""The status vocabulary and the one result type every method of every problem returns.
+
+A `Result[T]` is the verdict (status, objective value, best bound, who produced the answer,
+time, whether Ctrl-C cut it short, the named bounds) around a solution of the problem's own
+type T: a `Schedule`, a `Placement` or a `Plan`. Its `to_dict` is what `--json` prints and
+what `--out` writes, one shape for all three problems: the common keys, then the solution's
+own (a schedule's transfers, a placement's offsets, a plan's choice)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
+from typing import Any, Generic, Protocol, TypeVar
 
 
 class Status(StrEnum):
@@ -26,22 +32,68 @@ def gap(value: float | None, bound: float | None) -> float | None:
     return max(0.0, (value - bound) / value)
 
 
-@dataclass
-class Result:
-    """What any solver of any problem returns.
+@dataclass(frozen=True)
+class Bound:
+    """A named lower bound on the objective and where it is attained (a tile, a pair, an
+    element, a chain, a region at a step)."""
 
-    `solution` is the problem's own answer (a schedule's starts and widths, a placement's
-    offsets), None when there is none; `solver` names who produced it; `extras` carries the
-    solver's own figures (build time, node counts, ...)."""
+    name: str
+    value: int
+    where: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "value": self.value, "where": self.where}
+
+
+class Solution(Protocol):
+    """A problem's own answer: written as the document's problem-specific keys."""
+
+    def to_dict(self) -> dict[str, Any]: ...
+
+
+T = TypeVar("T")
+
+
+@dataclass
+class Result(Generic[T]):
+    """What any method of any problem returns.
+
+    `solver` is the method asked for, `method` the one whose answer `solution` is (the
+    greedy's rule when an exact solver fell back to it); `value` is the objective (horizon,
+    peak or conflicts, program cycles) and `bound` the best lower bound on it; `extras`
+    carries the method's own figures (greedy horizon, node counts, ...)."""
 
     status: Status
-    solution: Any = None
+    solution: T | None = None
     value: int | None = None
     bound: int | None = None
     runtime: float = 0.0
     solver: str = ""
     extras: dict[str, Any] = field(default_factory=dict)
+    method: str = ""
+    interrupted: bool = False
+    bounds: list[Bound] = field(default_factory=list)
+    reason: str = ""
 
     @property
     def gap(self) -> float | None:
         return gap(self.value, self.bound)
+
+    @property
+    def lower_bound(self) -> int | None:
+        return self.bound
+
+    def to_dict(self) -> dict[str, Any]:
+        own = self.solution.to_dict() if self.solution is not None else {}  # type: ignore[attr-defined]
+        head = {k: v for k, v in own.items() if not isinstance(v, list | dict)}  # names, then figures
+        doc: dict[str, Any] = {**head, "solver": self.solver, "method": self.method or self.solver,
+                               "status": str(self.status), "value": self.value, "lower_bound": self.bound,
+                               "gap": self.gap, "runtime_s": round(self.runtime, 3)}
+        if self.interrupted:
+            doc["interrupted"] = True
+        if self.reason:
+            doc["reason"] = self.reason
+        doc["bounds"] = [b.to_dict() for b in self.bounds]
+        doc["extras"] = dict(self.extras)
+        doc.update({k: v for k, v in own.items() if k not in head})  # the solution's items last
+        return doc

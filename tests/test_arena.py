@@ -38,8 +38,8 @@ def test_search_cpsat_milp_agree_on_fit(seed: int) -> None:
     cp = place(arena, "fit", "cpsat", {"time_limit": 20, "workers": 1})
     mi = place(arena, "fit", "milp", {"time_limit": 20})
     assert s.status != Status.UNKNOWN  # finished: placed, or proved that nothing fits
-    assert (s.solution is not None) == (cp.offsets is not None) == (mi.offsets is not None)
-    for offs in (s.solution, cp.offsets, mi.offsets):
+    assert (s.solution is not None) == (cp.solution.offsets is not None) == (mi.solution.offsets is not None)
+    for offs in (s.solution, cp.solution.offsets, mi.solution.offsets):
         if offs is not None:
             assert validate_placement(arena, offs).ok
 
@@ -51,9 +51,9 @@ def test_cpsat_milp_agree_on_peak_and_conflicts(seed: int) -> None:
         cp = place(arena, objective, "cpsat", {"time_limit": 20, "workers": 1})
         mi = place(arena, objective, "milp", {"time_limit": 20})
         assert cp.status == mi.status == "optimal"
-        assert (cp.value, cp.peak if objective == "conflicts" else 0) == (
-            mi.value, mi.peak if objective == "conflicts" else 0)
-        assert validate_placement(arena, cp.offsets).ok and validate_placement(arena, mi.offsets).ok
+        assert (cp.value, cp.solution.peak if objective == "conflicts" else 0) == (
+            mi.value, mi.solution.peak if objective == "conflicts" else 0)
+        assert all(validate_placement(arena, r.solution.offsets).ok for r in (cp, mi))
         assert cp.lower_bound <= cp.value
 
 
@@ -166,20 +166,20 @@ def test_auto_races_search_and_cpsat_on_minimalloc_k() -> None:
     """K defeats the search but not CP-SAT counting in KiB; auto must return its placement."""
     arena = load_csv(DATA / "minimalloc" / "K.1048576.csv", 1048576)
     res = place(arena, "fit", "auto", {"time_limit": 60})
-    assert res.status == "optimal" and validate_placement(arena, res.offsets).ok
+    assert res.status == "optimal" and validate_placement(arena, res.solution.offsets).ok
 
 
 def test_auto_with_one_worker_is_reproducible() -> None:
     arena = load_csv(DATA / "minimalloc" / "A.1048576.csv", 1048576)
     runs = [place(arena, "fit", "auto", {"time_limit": 60, "workers": 1, "seed": 0}) for _ in range(2)]
-    assert runs[0].offsets is not None and runs[0].offsets == runs[1].offsets
+    assert runs[0].solution.offsets is not None and runs[0].solution.offsets == runs[1].solution.offsets
 
 
 def test_auto_reports_a_cpsat_infeasibility_proof() -> None:
     """Live bytes fit, but the fixed buffer splits the space so that c has no room."""
     arena = Arena([Buffer("f", 1024, 0, 2, offset=1024), Buffer("c", 3072, 0, 2)], 4096, 4096)
     res = place(arena, "fit", "auto", {"time_limit": 20})
-    assert res.status == "infeasible" and res.offsets is None
+    assert res.status == "infeasible" and res.solution.offsets is None
 
 
 def test_csv_accepts_minimalloc_column_names(tmp_path) -> None:
@@ -199,7 +199,7 @@ def test_auto_peak_above_live_bytes_is_left_to_cpsat() -> None:
                    Buffer("d", 1024, 2, 3)], 8192, 4096)
     res = place(arena, "peak", "auto", {"time_limit": 20})
     assert arena.peak_live()[0] == 4096
-    assert res.status == "optimal" and res.peak == res.lower_bound == 5120
+    assert res.status == "optimal" and res.solution.peak == res.lower_bound == 5120
 
 
 def test_auto_race_keeps_to_the_time_limit_with_a_seed() -> None:
@@ -208,4 +208,4 @@ def test_auto_race_keeps_to_the_time_limit_with_a_seed() -> None:
     arena = load_csv(DATA / "minimalloc" / "I.1048576.csv", 1048576)
     res = place(arena, "fit", "auto", {"time_limit": 2, "seed": 1})
     assert res.runtime < 15
-    assert res.offsets is None or validate_placement(arena, res.offsets).ok
+    assert res.solution.offsets is None or validate_placement(arena, res.solution.offsets).ok

@@ -71,9 +71,9 @@ def test_habits_are_named_options_of_the_greedy_only(tmp_path, phases):
     phase = by_name["gemm2-reduction"]
     plain = solve(phase, spec)
     held = solve(phase, spec, "greedy", {"release_after_receives": True})
-    assert "habits" not in plain.schedule.extra
-    assert held.schedule.extra["habits"] == ["release_after_receives"]
-    assert validate(phase, spec, held.schedule).ok
+    assert "habits" not in plain.extras
+    assert held.extras["habits"] == ["release_after_receives"]
+    assert validate(phase, spec, held.solution).ok
     r = run_cli("solve", "tiny", "--param", "release_after_receives=maybe", cwd=tmp_path)
     assert r.returncode == 2 and "true or false" in r.stderr
     r = run_cli("solve", "tiny", "--solver", "cpsat", "--param", "release_after_receives=true", cwd=tmp_path)

@@ -26,9 +26,9 @@ EXACT = {"time_limit": 30, "workers": 1, "seed": 0}
 
 def _horizon(name: str, spec_override: str | None = None) -> int:
     phase, spec = load_phase(name, spec_override)
-    s = solve(phase, spec, "cpsat", EXACT).schedule
-    assert s.status == "optimal" and validate(phase, spec, s).ok
-    return s.horizon
+    s = solve(phase, spec, "cpsat", EXACT)
+    assert s.status == "optimal" and validate(phase, spec, s.solution).ok
+    return s.value
 
 
 def test_the_measured_constants() -> None:
@@ -43,9 +43,9 @@ def test_the_measured_constants() -> None:
 def test_tile368_serialises_as_placed_and_overlaps_after_a_4k_shift() -> None:
     assert _horizon("tile368") == 4274
     phase, spec = load_phase("tile368-shifted")
-    s = solve(phase, spec, "cpsat", EXACT).schedule
-    assert s.horizon == 4111 and s.starts["out"] == 0
-    assert s.starts["in"] + 14 < 4111  # the receive lands while the send still reads
+    s = solve(phase, spec, "cpsat", EXACT)
+    assert s.value == 4111 and s.solution.starts["out"] == 0
+    assert s.solution.starts["in"] + 14 < 4111  # the receive lands while the send still reads
 
 
 def test_the_element_cut_decides_it(tmp_path: Path) -> None:

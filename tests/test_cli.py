@@ -69,15 +69,15 @@ def test_zero_time_limit_falls_back() -> None:
                 "--json")
     assert r.returncode == 0, r.stderr
     s = json.loads(r.stdout)
-    assert s["status"] == "fallback" and s["horizon"] == s["greedy_horizon"]
+    assert s["status"] == "fallback" and s["horizon"] == s["extras"]["greedy_horizon"]
 
 
 def test_a_time_limit_means_auto() -> None:
     r = run_cli("solve", str(EXAMPLES / "small.yaml"), "--time-limit", "3", "--workers", "1", "--json")
     assert r.returncode == 0, r.stderr
     s = json.loads(r.stdout)
-    assert s["solver"] == "auto" and s["methods"] == ["time", "cpsat"]
-    assert s["lower_bound"] <= s["horizon"] <= s["greedy_horizon"]
+    assert s["solver"] == "auto" and s["extras"]["methods"] == ["time", "cpsat"]
+    assert s["lower_bound"] <= s["horizon"] <= s["extras"]["greedy_horizon"]
 
 
 def test_compare_rows(tmp_path: Path) -> None:

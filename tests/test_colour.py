@@ -59,11 +59,11 @@ def test_all_to_all_in_rounds_beats_greedy_and_nears_the_bound() -> None:
     spec = make_spec()
     phase = make_phase(spec, *all_to_all([[0, 1, 2, 3, 4, 5, 6, 7]], words=100))
     r = solve(phase, spec, "colour", {"time_limit": 30, "workers": 1, "seed": 0})
-    s = r.schedule  # solve() raises on a schedule the validator rejects
-    assert s.extra["colours"] >= 7  # seven sends a tile
-    assert s.status == "feasible" and s.extra["produced_by"] == "colour"
-    assert s.horizon == s.extra["colour_horizon"] < s.extra["greedy_horizon"]
-    assert s.horizon <= s.lower_bound * 1.02  # every lane busy round after round
+    s = r  # solve() raises on a schedule the validator rejects
+    assert s.extras["colours"] >= 7  # seven sends a tile
+    assert s.status == "feasible" and s.method == "colour"
+    assert s.value == s.extras["colour_horizon"] < s.extras["greedy_horizon"]
+    assert s.value <= s.lower_bound * 1.02  # every lane busy round after round
 
 
 def test_dependencies_come_in_later_rounds() -> None:
@@ -84,8 +84,8 @@ def test_payloads_of_different_lengths_fall_back_to_greedy() -> None:
     assert round_colours(timings, SolveParams.of({}), 30) is None
     r = solve(phase, spec, "colour", {"time_limit": 5})
     greedy = best_greedy(phase, spec)
-    assert r.schedule.status == "fallback"
-    assert r.schedule.horizon == horizon_of(timings, greedy[0], greedy[1])
+    assert r.status == "fallback"
+    assert r.value == horizon_of(timings, greedy[0], greedy[1])
 
 
 def test_a_group_too_large_to_colour_gives_up(monkeypatch) -> None:
@@ -107,12 +107,12 @@ def test_auto_colours_large_phases_and_credits_colour_only_when_it_helped() -> N
     groups = [[g + 20 * k for k in range(7)] for g in range(8)]  # 336 transfers: past CP-SAT's size
     phase = make_phase(spec, *all_to_all(groups, 200, spec.regions[1].start, 0x8000))
     params = {"time_limit": 4, "workers": 1, "seed": 0}
-    s = solve(phase, spec, "auto", params).schedule
-    assert s.extra["methods"][0] == "colour"
-    assert s.horizon <= s.extra["colour_horizon"] < s.extra["greedy_horizon"]
+    s = solve(phase, spec, "auto", params)
+    assert s.extras["methods"][0] == "colour"
+    assert s.value <= s.extras["colour_horizon"] < s.extras["greedy_horizon"]
     uneven = random_phase(spec, 400, seed=1, max_words=400)  # payloads 1..400 words: no rounds
-    s = solve(uneven, spec, "auto", params).schedule
-    assert "colour_horizon" not in s.extra and s.extra["produced_by"] != "auto/colour"
+    s = solve(uneven, spec, "auto", params)
+    assert "colour_horizon" not in s.extras and s.method != "auto/colour"
 
 
 def test_paired_rounds_let_a_pairs_tiles_take_turns() -> None:

@@ -16,9 +16,10 @@ from ipuopt.arena.validate import validate_placement
 from ipuopt.errors import InputError
 from ipuopt.exchange.phase import load_phase
 from ipuopt.exchange.schedule import load_schedule
-from ipuopt.exchange.solve import BACKENDS, solve
+from ipuopt.exchange.solve import solve
 from ipuopt.exchange.validate import validate
 from ipuopt.profiles import load_profile
+from ipuopt.registry import names
 from ipuopt.spec import load_spec
 from ipuopt.workloads.workload import load_workload
 
@@ -176,17 +177,17 @@ ODD = {
 }
 
 
-@pytest.mark.parametrize("solver", BACKENDS)
+@pytest.mark.parametrize("solver", names("exchange"))
 @pytest.mark.parametrize("name", list(ODD))
 def test_odd_but_valid_phases_solve(name: str, solver: str, tmp_path: Path) -> None:
     path = tmp_path / "odd.yaml"
     path.write_text(ODD[name], encoding="utf-8")
     phase, spec = load_phase(path)
     res = solve(phase, spec, solver, {"time_limit": 5, "workers": 1, "seed": 0})
-    assert validate(phase, spec, res.schedule).ok
-    assert res.schedule.horizon >= res.schedule.lower_bound
+    assert validate(phase, spec, res.solution).ok
+    assert res.value >= res.bound
     if name == "empty phase":
-        assert res.schedule.horizon == 0 and res.schedule.status == "optimal"
+        assert res.value == 0 and res.status == "optimal"
 
 
 def test_unicode_ids_round_trip_through_the_cli(tmp_path: Path) -> None:
@@ -204,4 +205,4 @@ def test_odd_arenas_place(tmp_path: Path) -> None:
     arena = load_arena(path)
     for solver in ("greedy", "search", "cpsat", "milp", "auto"):
         res = place(arena, "peak", solver, {"time_limit": 5})
-        assert res.offsets is not None and validate_placement(arena, res.offsets).ok
+        assert res.solution.offsets is not None and validate_placement(arena, res.solution.offsets).ok

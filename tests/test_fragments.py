@@ -108,7 +108,7 @@ def test_every_solver_schedules_a_fragment_phase(gens, solver):
     phase = Phase(spec_ref="test64", transfers=gp.phase.transfers, name=gp.phase.name)
     assert any(len(t.dst) > 1 for t in phase.transfers)
     res = solve(phase, spec, solver, {"time_limit": 1, "workers": 1, "seed": 0})
-    assert validate(phase, spec, res.schedule).ok
+    assert validate(phase, spec, res.solution).ok
 
 
 @pytest.mark.parametrize("grain,reason", [("3", "positive multiple"), ("0", "positive multiple"),
@@ -177,7 +177,7 @@ def test_element_bound_counts_the_gaps_between_small_transfers_and_stays_below_t
         timings = phase_timings(phase, spec)
         bound = element_bound(timings, spec).value
         res = solve(phase, spec, "cpsat", {"time_limit": 20, "workers": 1, "seed": 0})
-        assert res.schedule.status == "optimal" and bound <= res.schedule.horizon, case
+        assert res.status == "optimal" and bound <= res.value, case
         plain = max(spec.exchange.tx_overhead + sum(min(tm.duration.values()) for tm in timings
                                                     if x in (tm.transfer.src, *tm.transfer.dst))
                     for x in (0, 16))

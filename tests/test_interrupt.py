@@ -194,4 +194,4 @@ def test_a_time_limit_holds_for_the_whole_command(mlp: Path, tmp_path: Path, pha
     limit = float(args[args.index("--time-limit") + 1])
     assert r.returncode == 0, r.stderr
     assert took <= 1.05 * limit + 2, took
-    assert json.loads(out.read_text())["time_limit_s"] == limit
+    assert json.loads(out.read_text())["extras"]["time_limit_s"] == limit

@@ -59,7 +59,7 @@ def test_exact_models_agree_with_brute_force(seed: int) -> None:
     problem = layout_problem_from_dict(random_problem(seed), "random")
     truth = brute_force(problem)
     params = {"time_limit": 20, "workers": 1, "seed": 0}
-    milp, cpsat, beam = (plan(problem, s, params) for s in ("milp", "cpsat", "beam"))
+    milp, cpsat, beam = (plan(problem, s, params).to_dict() for s in ("milp", "cpsat", "beam"))
     if truth is None:
         assert milp["status"] == cpsat["status"] == Status.INFEASIBLE
         assert beam["cycles"] is None
@@ -72,7 +72,7 @@ def test_exact_models_agree_with_brute_force(seed: int) -> None:
 
 def test_hand_written_problem_file(tmp_path: Path) -> None:
     problem = load_layout_problem(ROOT / "models" / "layouts" / "toy.yaml")
-    results = [plan(problem, s) for s in ("milp", "cpsat", "beam")]
+    results = [plan(problem, s).to_dict() for s in ("milp", "cpsat", "beam")]
     assert [r["cycles"] for r in results] == [236200] * 3
     assert results[0]["choice"] == {"gemm1": "8x46x4/2x2/interleaved", "gemm2": "7x10x21/21x1/interleaved",
                                     "gelu": "in-place-8x46"}
@@ -87,22 +87,22 @@ def test_hand_written_problem_file(tmp_path: Path) -> None:
 
 def test_beam_loses_the_optimum_and_the_report_says_where() -> None:
     problem = load_layout_problem(ROOT / "models" / "layouts" / "beam-loses.yaml")
-    doc = plan(problem, "milp", k=3)
+    doc = plan(problem, "milp", k=3).to_dict()
     assert doc["cycles"] == 3890 and doc["beam"]["cycles"] == 8200
     assert doc["beam"]["discarded"] == [{"operator": "gemm1", "candidate": "g1-c69", "where": "screen",
                                          "rank": 70, "of": 70, "width": 64}]
     cycles = [p["cycles"] for p in doc["plans"]]
     assert cycles == sorted(cycles) and len({json.dumps(p["choice"]) for p in doc["plans"]}) == 3
-    wide = plan(problem, "milp", width=70, beam=70)
+    wide = plan(problem, "milp", width=70, beam=70).to_dict()
     assert wide["beam"]["cycles"] == 3890 and wide["beam"]["discarded"] == []
-    narrow = plan(problem, "milp", width=70, beam=4)  # screened in, then dropped by the beam
+    narrow = plan(problem, "milp", width=70, beam=4).to_dict()  # screened in, then dropped by the beam
     assert narrow["beam"]["discarded"] == [{"operator": "gemm1", "candidate": "g1-c69", "where": "beam",
                                             "step": 0, "rank": 70, "beam": 4}]
 
 
 def test_beam_step_that_drops_the_optimum() -> None:
     """Screens keep everything, but a beam of one partial plan keeps the locally cheapest."""
-    doc = plan(load_layout_problem(ROOT / "models" / "layouts" / "toy.yaml"), "milp", beam=1)
+    doc = plan(load_layout_problem(ROOT / "models" / "layouts" / "toy.yaml"), "milp", beam=1).to_dict()
     assert doc["beam"]["cycles"] == 277734 > doc["cycles"]
     assert doc["beam"]["discarded"] == [{"operator": "gemm1", "candidate": "8x46x4/2x2/interleaved",
                                          "where": "beam", "step": 0, "rank": 2, "beam": 1}]
@@ -111,7 +111,7 @@ def test_beam_step_that_drops_the_optimum() -> None:
 def test_memory_infeasible_names_step_and_region() -> None:
     doc = yaml.safe_load((ROOT / "models" / "layouts" / "toy.yaml").read_text())
     doc["capacity"]["interleaved"] = 50000
-    out = plan(layout_problem_from_dict(doc, "toy"), "milp")
+    out = plan(layout_problem_from_dict(doc, "toy"), "milp").to_dict()
     assert out["status"] == Status.INFEASIBLE and out["cycles"] is None
     # gemm2's smallest working memory plus the smallest hold of gelu's output, live into step 2
     assert out["reason"].startswith("step 2 (gemm2): region interleaved needs at least 71880 bytes")

@@ -110,9 +110,9 @@ def test_pruning_keeps_the_optimum(workload, within, utilisation):
     tight, doc = build_problem(wl, spec, within=0.0, min_utilisation=utilisation, grain=grain)
     loose, loose_doc = build_problem(wl, spec, within=within, min_utilisation=utilisation, grain=grain)
     assert sum(loose_doc["kept"]["kept"].values()) > sum(doc["kept"]["kept"].values())
-    a = plan(tight, "milp", {"workers": 1, "seed": 0})
-    b = plan(loose, "milp", {"workers": 1, "seed": 0})
-    c = plan(loose, "cpsat", {"workers": 1, "seed": 0})
+    a = plan(tight, "milp", {"workers": 1, "seed": 0}).to_dict()
+    b = plan(loose, "milp", {"workers": 1, "seed": 0}).to_dict()
+    c = plan(loose, "cpsat", {"workers": 1, "seed": 0}).to_dict()
     assert a["status"] == b["status"] == c["status"] == "optimal"
     assert a["cycles"] == b["cycles"] == c["cycles"] <= doc["kept"]["reference_cycles"]
     assert a["cycles"] <= a["beam"]["cycles"]
@@ -126,7 +126,7 @@ def _greedy_horizon(transfers, spec, name="p") -> int:
 
     if not transfers:
         return 0
-    return solve(Phase(spec_ref=spec.name, transfers=list(transfers), name=name), spec).schedule.horizon
+    return solve(Phase(spec_ref=spec.name, transfers=list(transfers), name=name), spec).value
 
 
 def test_greedy_prices_are_the_scheduled_phases():
@@ -162,7 +162,7 @@ def test_greedy_prices_are_the_scheduled_phases():
     bound_rows = {(r["tensor"], r["from"], r["to"]): r["cycles"] for r in bound_doc["redistribution"]}
     shared = [r for r in doc["redistribution"] if (r["tensor"], r["from"], r["to"]) in bound_rows]
     assert shared and all(r["cycles"] >= bound_rows[(r["tensor"], r["from"], r["to"])] for r in shared)
-    result = plan(problem, "milp", {"workers": 1, "seed": 0})
+    result = plan(problem, "milp", {"workers": 1, "seed": 0}).to_dict()
     above = doc["kept"]["excluded_above"]
     assert above == doc["kept"]["reference_cycles"] and result["cycles"] > above
     assert result["status"] == "feasible" and result["lower_bound"] == above + 1

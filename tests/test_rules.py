@@ -70,11 +70,11 @@ def test_rule_optimum(case: str, backend: str) -> None:
     spec = make_spec(**overrides)
     phase = make_phase(spec, *transfers)
     res = solve(phase, spec, backend, {"time_limit": 20, "workers": 1, "seed": 0})
-    assert validate(phase, spec, res.schedule).ok
-    assert res.schedule.horizon == optimum
+    assert validate(phase, spec, res.solution).ok
+    assert res.value == optimum
     assert res.lower_bound <= optimum
     if backend != "greedy":
-        assert res.schedule.status == "optimal"
+        assert res.status == "optimal"
 
 
 def test_validator_rejects_hazard_and_reports_rule() -> None:

@@ -60,14 +60,14 @@ def test_broken_schedules_are_caught_by_both(spec: Spec, n: int, seed: int, move
 def test_barrier_metrics_with_arrivals() -> None:
     phase, spec = load_phase("tiny")
     res = solve(phase, spec)
-    sim = simulate(phase, spec, res.schedule, {3: 500, 7: 120})
+    sim = simulate(phase, spec, res.solution, {3: 500, 7: 120})
     doc = sim.to_dict()
     assert (doc["first_arrival"], doc["last_arrival"], doc["last_tile"], doc["spread"]) == (0, 500, 3, 500)
     assert doc["exchange_start"] == 500 + spec.exchange.sync_cycles
-    assert doc["end"] == doc["exchange_start"] + res.schedule.horizon
+    assert doc["end"] == doc["exchange_start"] + res.value
     assert doc["after_last_arrival"] == doc["end"] - 500
     assert all(0 <= lane["busy"] <= 1 and len(lane["tenths"]) == 10 for lane in doc["lanes"].values())
-    assert simulate(phase, spec, res.schedule).horizon == res.schedule.horizon
+    assert simulate(phase, spec, res.solution).horizon == res.value
 
 
 def test_simulate_cli(tmp_path: Path) -> None:

@@ -156,7 +156,7 @@ def test_baseline_that_does_not_fit_says_why() -> None:
 def test_fallback_names_the_greedy_as_author() -> None:
     doc = json.loads(run_cli("solve", "small", "--solver", "cpsat", "--time-limit", "0", "--json").stdout)
     assert doc["solver"] == "cpsat" and doc["status"] in ("fallback", "optimal")
-    assert doc["produced_by"].startswith("greedy/")
+    assert doc["method"].startswith("greedy/")
 
 
 def test_verbose_log_goes_to_stderr_and_json_stays_clean() -> None:

@@ -34,6 +34,18 @@ class Buffer:
     def live_with(self, other: Buffer) -> bool:
         return self.first < other.end and other.first < self.end
 
+    def to_dict(self) -> dict[str, Any]:
+        """As in an arena file (defaults left out)."""
+        doc: dict[str, Any] = {"id": self.id, "size": self.size, "live": [self.first, self.end]}
+        if self.align != 1:
+            doc["align"] = self.align
+        for key in ("offset", "alias_of"):
+            if getattr(self, key) is not None:
+                doc[key] = getattr(self, key)
+        if self.distinct_elements_from:
+            doc["distinct_elements_from"] = list(self.distinct_elements_from)
+        return doc
+
 
 @dataclass(frozen=True)
 class Conflict:
@@ -217,6 +229,30 @@ def check_arena(arena: Arena, all_ids: list[str] | None = None) -> list[Problem]
             if b.alias_of is not None and roots[b.id] == b.id:
                 problems.append(Problem(file, f"buffer {b.id}.alias_of", "alias cycle"))
     return problems
+
+
+def checked_arena(arena: Arena) -> Arena:
+    """An arena built in code, checked as a file is: every buffer's fields, capacity and
+    element size, then the checks across buffers; every problem at once."""
+    file = arena.source or "(arena built in code)"
+    problems: list[Problem] = []
+    for name in ("capacity", "element_bytes"):
+        value = getattr(arena, name)
+        if not isinstance(value, int) or isinstance(value, bool) or not 0 < value <= MAX_BYTES:
+            problems.append(Problem(file, name, f"must be an integer in 1..{MAX_BYTES}, got {value!r}"))
+    for i, b in enumerate(arena.buffers):
+        if not isinstance(b, Buffer):
+            problems.append(Problem(file, f"buffers[{i}]", f"not a Buffer: {b!r}"))
+        else:
+            _buffer(b.to_dict(), i, file, problems)
+    for i, c in enumerate(arena.conflicts):
+        if not isinstance(c, Conflict) or not isinstance(c.weight, int) or c.weight < 0:
+            problems.append(Problem(file, f"conflicts[{i}]", "needs a, b and a weight >= 0"))
+    if not problems:
+        problems = [Problem(file, p.field, p.reason) for p in check_arena(arena)]
+    if problems:
+        raise InputError(problems)
+    return arena
 
 
 def load_arena(path: str | Path) -> Arena:

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,31 +21,24 @@ from ipuopt.arena.validate import validate_placement
 from ipuopt.backends import cpsat
 from ipuopt.errors import InputError
 from ipuopt.params import Progress, SolveParams, run_interruptible
-from ipuopt.result import Status
+from ipuopt.registry import method
+from ipuopt.result import Result, Status
 
 
 @dataclass
 class Placement:
+    """The solution of an arena: an offset per buffer (none when nothing was found) and the
+    peak address it reaches, for the objective it was placed for."""
+
     arena: Arena
     objective: str
-    solver: str
-    status: Status
     offsets: dict[str, int] | None
-    value: int | None = None
     peak: int | None = None
-    lower_bound: int | None = None
-    runtime: float = 0.0
-    reason: str = ""
-    info: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         a = self.arena
-        return {"arena": a.name, "spec": a.spec_name, "region": a.region, "solver": self.solver,
-                "status": self.status, "objective": self.objective, "value": self.value,
-                "peak": self.peak, "lower_bound": self.lower_bound,
-                "runtime_s": round(self.runtime, 3), **({"reason": self.reason} if self.reason else {}),
-                **({"interrupted": True} if self.info.get("interrupted") else {}),
-                "offsets": self.offsets or {}}
+        return {"arena": a.name, "spec": a.spec_name, "region": a.region, "objective": self.objective,
+                "peak": self.peak, "offsets": self.offsets or {}}
 
 
 def _score(arena: Arena, objective: str, offsets: dict[str, int]) -> tuple[int, int, bool]:
@@ -75,6 +67,7 @@ class _Run:
     info: dict[str, Any] = field(default_factory=dict)
     proof: str = ""  # set with the solver's name when it proved that nothing fits
     prover: str = ""
+    interrupted: bool = False
 
     def remaining(self) -> float:
         return max(0.1, self.limit - (time.perf_counter() - self.t0))
@@ -147,7 +140,7 @@ def _exhaustive(arena: Arena) -> bool:
     return all(b.offset is None and b.alias_of is None for b in arena.buffers)
 
 
-def _search(run: _Run, race: bool = False) -> None:
+def run_search(run: _Run, race: bool = False) -> None:
     """The exact search (fit and peak), alone or racing CP-SAT on the other core. Search and
     CP-SAT succeed on different instances (the search on tangled live ranges, CP-SAT where
     one shape dominates), so `auto` races them unless asked for one worker, which keeps the
@@ -184,14 +177,14 @@ def _search(run: _Run, race: bool = False) -> None:
         cp_run.collect(run)
 
 
-def _cpsat(run: _Run) -> None:
+def run_cpsat(run: _Run) -> None:
     run.tell({"stage": "CP-SAT"})
     cp_run = _CpsatRun(run, run.params)
     cp_run.run()
     cp_run.collect(run)
 
 
-def _milp(run: _Run) -> None:
+def run_milp(run: _Run) -> None:
     run.tell({"stage": "MILP"})
     res = solve_arena_milp(run.arena, run.objective, run.params.with_(time_limit=run.limit))
     if res.status == Status.INFEASIBLE:
@@ -201,43 +194,37 @@ def _milp(run: _Run) -> None:
         run.status = Status.OPTIMAL
 
 
-def _baseline(run: _Run) -> None:
+def run_baseline(run: _Run) -> None:
     shifted, _ = shift_baseline(run.arena, run.greedy)
     run.add("baseline", shifted)
     run.info["baseline_peak"] = _score(run.arena, run.objective, shifted)[1]
 
 
-def _greedy(run: _Run) -> None:
+def run_greedy(run: _Run) -> None:
     if run.objective == "conflicts" and run.candidates:
-        _baseline(run)  # the shift is the greedy's way to dodge conflicts
+        run_baseline(run)  # the shift is the greedy's way to dodge conflicts
 
 
-def _auto(run: _Run) -> None:
+def run_auto(run: _Run) -> None:
     if run.status == Status.OPTIMAL:
         return  # the greedy already met the bound
     race = (run.params.workers or 2) != 1 and run.objective in ("fit", "peak")
-    _search(run, race)
+    run_search(run, race)
     if not race and not run.proof and (run.objective == "conflicts" or not run.candidates
                                        or (run.objective == "peak" and run.status != Status.OPTIMAL)):
-        _cpsat(run)
-
-
-SOLVERS: dict[str, Callable[[_Run], None]] = {
-    "auto": _auto, "greedy": _greedy, "baseline": _baseline, "search": _search,
-    "cpsat": _cpsat, "milp": _milp}
+        run_cpsat(run)
 
 
 def place(arena: Arena, objective: str = "fit", solver: str = "auto",
           params: SolveParams | dict[str, Any] | None = None,
-          progress: Progress | None = None) -> Placement:
+          progress: Progress | None = None) -> Result[Placement]:
     """Place `arena`; every placement returned passes the validator.
 
     `progress` hears what the placer is doing (`stage`) and the greedy's peak. Ctrl-C stops
     the solvers and returns the best placement found so far, marked `interrupted`."""
     if objective not in OBJECTIVES:
         raise InputError.one("", "--objective", f"one of {', '.join(OBJECTIVES)}")
-    if solver not in SOLVERS:
-        raise InputError.one("", "--solver", f"one of {', '.join(SOLVERS)}")
+    strategy = method("arena", solver).load()
     params = SolveParams.of(params)
     live, step = arena.peak_live()
     run = _Run(arena, objective, solver, params, progress or (lambda info: None),
@@ -256,20 +243,19 @@ def place(arena: Arena, objective: str = "fit", solver: str = "auto",
         run.add(f"greedy/{order}", greedy)
         if objective == "fit" or (objective == "peak" and g_peak <= live):
             run.status = Status.OPTIMAL
-    _, interrupted = run_interruptible(lambda: SOLVERS[solver](run), params.stop)
-    if interrupted:
-        run.info["interrupted"] = True
+    _, run.interrupted = run_interruptible(lambda: strategy(run), params.stop)
     return _choose(run, g_peak)
 
 
 def _answer(run: _Run, status: Status, name: str = "", offsets: dict[str, int] | None = None,
-            value: int | None = None, peak: int | None = None, reason: str = "") -> Placement:
+            value: int | None = None, peak: int | None = None, reason: str = "") -> Result[Placement]:
     bound = value if status == Status.OPTIMAL else run.bound
-    return Placement(run.arena, run.objective, name or run.solver, status, offsets, value, peak, bound,
-                     time.perf_counter() - run.t0, reason, run.info)
+    return Result(status, Placement(run.arena, run.objective, offsets, peak), value, bound,
+                  time.perf_counter() - run.t0, run.solver, run.info, name or run.solver, run.interrupted,
+                  reason=reason)
 
 
-def _choose(run: _Run, g_peak: int) -> Placement:
+def _choose(run: _Run, g_peak: int) -> Result[Placement]:
     """The best valid candidate, or the proof that nothing fits, or why nothing was found."""
     if run.proof:
         return _answer(run, Status.INFEASIBLE, run.prover, reason=run.proof)

@@ -15,72 +15,94 @@ than the greedy; the solver named is the method that made the schedule returned.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 
-from ipuopt.exchange.greedy import greedy_schedule, horizon_of, timed_cost
-from ipuopt.exchange.phase import Phase
-from ipuopt.exchange.timing import Timing
+from ipuopt.exchange.greedy import greedy_schedule, timed_cost
+from ipuopt.exchange.instance import Instance, Solution
 from ipuopt.params import Progress, SolveParams, Stopped
 from ipuopt.result import Result, Status
-from ipuopt.spec import Spec
 
 CPSAT_UP_TO = 300  # transfers: CP-SAT's whole model still proves or nearly proves these
 TIMED_FROM = 30.0  # seconds of time limit from which the non-delay greedy is tried first
 PAIRED_CREDITS = (0.25, 1.0, 0.0)  # its width policies, the most often best first
-COLOUR_SHARE = 0.2  # of the time left, at most, for colouring a large phase into rounds
+Method = Callable[[Instance, Solution, SolveParams, Progress | None], Result]
 
 
-def solve_auto(spec: Spec, timings: list[Timing], hint: tuple[dict[str, int], dict[str, str]],
-               lower: int, params: SolveParams, progress: Progress | None = None) -> Result:
-    from ipuopt.exchange.colour import solve_colour
-    from ipuopt.exchange.cpsat import solve_cpsat
-    from ipuopt.exchange.iterated import solve_iterated
-    from ipuopt.exchange.lns import solve_lns
+@dataclass(frozen=True)
+class Stage:
+    """One step of the pipeline: a method given `share` of the time left when it starts,
+    from the best schedule so far."""
 
-    limit = params.budget()
-    t0 = time.perf_counter()
-    small = len(timings) <= CPSAT_UP_TO
-    phase = Phase(spec_ref=spec.name, transfers=[tm.transfer for tm in timings])
-    by, hint_h = "greedy", horizon_of(timings, *hint)  # who made the best schedule so far, its horizon
+    name: str
+    share: float
 
-    def check() -> None:  # a timed greedy ends with the deadline, and on large phases at 40%
+    def method(self) -> Method:
+        if self.name == "time":
+            return _non_delay
+        from ipuopt.exchange import colour, cpsat, iterated, lns
+
+        return {"cpsat": cpsat.solve_cpsat, "colour": colour.solve_colour,
+                "iterated": iterated.solve_iterated, "lns": lns.solve_lns}[self.name]
+
+
+SMALL = (Stage("time", 1.0), Stage("cpsat", 1.0))
+LARGE = (Stage("time", 0.4), Stage("colour", 0.2), Stage("iterated", 0.5), Stage("lns", 1.0))
+
+
+def pipeline(inst: Instance, limit: float) -> tuple[Stage, ...]:
+    """The stages auto runs on `inst` with `limit` seconds."""
+    if len(inst.timings) <= CPSAT_UP_TO:
+        return SMALL
+    if limit >= TIMED_FROM and timed_cost(inst.timings) < 0.4 * limit:
+        return LARGE
+    return LARGE[1:]
+
+
+def _non_delay(inst: Instance, hint: Solution, params: SolveParams, progress: Progress | None) -> Result:
+    """The non-delay greedy (rule `time`) with each width policy; the best, or the hint."""
+    limit, t0 = params.budget(), time.perf_counter()
+    best, best_h = hint, inst.horizon(hint)
+
+    def check() -> None:  # ends with the deadline or this stage's share
         params.stop.check()
-        if not small and time.perf_counter() - t0 > 0.4 * limit:
+        if time.perf_counter() - t0 > limit:
             raise Stopped
 
-    if progress is not None:
-        progress({"stage": "auto: non-delay greedy"})
-    for credit in PAIRED_CREDITS if small or (limit >= TIMED_FROM and
-                                              timed_cost(timings) < 0.4 * limit) else ():
+    for credit in PAIRED_CREDITS:
         try:
-            timed = greedy_schedule(phase, spec, "time", timings, paired_credit=credit, check=check)
+            timed = greedy_schedule(inst.phase, inst.spec, "time", inst.timings, paired_credit=credit,
+                                    check=check)
         except Stopped:
             break
-        if (h := horizon_of(timings, *timed)) < hint_h:
-            hint, by, hint_h = timed, "time", h
-    rest = max(0.0, limit - (time.perf_counter() - t0))
-    if small:
-        found = solve_cpsat(spec, timings, hint, lower, params.with_(time_limit=rest), progress)
-        return Result(found.status, found.solution, found.value, found.bound, solver="auto/cpsat",
-                      extras={**found.extras, "methods": ["time", "cpsat"]})
-    rounds = solve_colour(spec, timings, hint, lower, params.with_(time_limit=COLOUR_SHARE * rest),
-                          progress)
-    if rounds.status != Status.FALLBACK and rounds.value < hint_h:
-        hint, by, hint_h = rounds.solution, "colour", rounds.value
-        if rounds.status == Status.OPTIMAL:
-            return Result(rounds.status, hint, rounds.value, rounds.bound, solver="auto/colour",
-                          extras={**rounds.extras, "methods": ["colour"]})
-    rest = max(0.0, limit - (time.perf_counter() - t0))
-    first = solve_iterated(spec, timings, hint, lower, params.with_(time_limit=rest / 2), progress)
-    if first.value < hint_h:
-        by = "iterated"
-    coloured = {k: v for k, v in rounds.extras.items() if k == "colour_horizon"}  # when it coloured
-    if first.status == Status.OPTIMAL or params.stop.is_set():
-        return Result(first.status, first.solution, first.value, first.bound, solver=f"auto/{by}",
-                      extras={**first.extras, **coloured, "methods": ["colour", "iterated"]})
-    second = solve_lns(spec, timings, first.solution, lower, params.with_(time_limit=rest / 2), progress)
-    best = second if second.solution is not None and second.value < first.value else first
-    bound = max(lower, first.bound or 0, second.bound or 0)
-    status = Status.OPTIMAL if best.value <= bound else Status.FEASIBLE
-    return Result(status, best.solution, best.value, bound, solver=f"auto/{'lns' if best is second else by}",
-                  extras={"rounds": first.extras.get("rounds"), "methods": ["colour", "iterated", "lns"],
-                          **coloured, "iterated_horizon": first.value, "lns_horizon": second.value})
+        if (h := inst.horizon(timed)) < best_h:
+            best, best_h = timed, h
+    status = Status.FEASIBLE if best is not hint else Status.FALLBACK
+    return Result(status, best, best_h, inst.bound, solver="time")
+
+
+def solve_auto(inst: Instance, hint: Solution, params: SolveParams,
+               progress: Progress | None = None) -> Result:
+    limit, t0 = params.budget(), time.perf_counter()
+    best = Result(Status.FALLBACK, hint, inst.horizon(hint), inst.bound, solver="greedy")
+    bound, ran, extras = inst.bound, [], {}
+    for stage in pipeline(inst, limit):
+        if params.stop.is_set() or best.status == Status.OPTIMAL:
+            break
+        if progress is not None:
+            progress({"stage": f"auto: {stage.name}"})
+        left = max(0.0, limit - (time.perf_counter() - t0))
+        found = stage.method()(inst, best.solution, params.with_(time_limit=stage.share * left), progress)
+        ran.append(stage.name)
+        bound = max(bound, found.bound or 0)
+        if found.status == Status.FALLBACK or found.solution is None:
+            continue
+        extras.update({k: v for k, v in found.extras.items() if k != "reason"})
+        extras[f"{stage.name}_horizon"] = found.value
+        if found.value < best.value or found.status == Status.OPTIMAL:
+            best = Result(found.status, found.solution, found.value, solver=stage.name)
+    if best.value <= bound:
+        return Result(Status.OPTIMAL, best.solution, best.value, best.value, solver=f"auto/{best.solver}",
+                      extras={**extras, "methods": ran})
+    return Result(Status.FEASIBLE, best.solution, best.value, bound, solver=f"auto/{best.solver}",
+                  extras={**extras, "methods": ran})

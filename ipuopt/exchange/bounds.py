@@ -8,22 +8,12 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Callable
-from dataclasses import dataclass
 from functools import lru_cache
 
 from ipuopt.exchange.phase import Phase
 from ipuopt.exchange.timing import Timing, phase_timings
+from ipuopt.result import Bound
 from ipuopt.spec import Spec
-
-
-@dataclass(frozen=True)
-class Bound:
-    name: str
-    value: int
-    where: str  # the tile, pair, element or chain that attains it
-
-    def to_dict(self) -> dict:
-        return {"name": self.name, "value": self.value, "where": self.where}
 
 
 def _ceil_div(a: int, b: int) -> int:

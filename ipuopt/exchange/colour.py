@@ -32,24 +32,24 @@ from ipuopt.backends import cpsat
 from ipuopt.backends.cpsat import new_solver
 from ipuopt.exchange.bounds import Conflicts, held_resources
 from ipuopt.exchange.greedy import greedy_schedule, horizon_of, topological_by
-from ipuopt.exchange.phase import Phase
+from ipuopt.exchange.instance import Instance, Solution
 from ipuopt.exchange.timing import PAIRED, Timing
 from ipuopt.params import Progress, SolveParams, Stopped
 from ipuopt.result import Result, Status
-from ipuopt.spec import Spec
 
 EXTRA_ROUNDS = (0, 1, 2)  # rounds beyond the fewest possible, tried in turn
 MAX_CELLS = 500_000  # transfers x rounds of one group's model: beyond, building it alone is slow
 
 
-def solve_colour(spec: Spec, timings: list[Timing], hint: tuple[dict[str, int], dict[str, str]],
-                 lower: int, params: SolveParams, progress: Progress | None = None) -> Result:
+def solve_colour(inst: Instance, hint: Solution, params: SolveParams,
+                 progress: Progress | None = None) -> Result:
+    spec, timings, lower = inst.spec, inst.timings, inst.bound
     limit = params.budget()
     t0 = time.perf_counter()
     if progress is not None:
         progress({"stage": "colour"})
     hinted = horizon_of(timings, *hint)
-    phase = Phase(spec_ref=spec.name, transfers=[tm.transfer for tm in timings])
+    phase = inst.phase
     n = len(timings)
     best = None  # (horizon, schedule, rounds, paired)
     for paired in (False, True):

@@ -20,6 +20,7 @@ from ortools.sat.python import cp_model
 from ipuopt.backends import cpsat
 from ipuopt.backends.cpsat import new_solver
 from ipuopt.errors import InputError
+from ipuopt.exchange.instance import Instance, Solution
 from ipuopt.exchange.timing import ORDINARY, PAIRED, Timing
 from ipuopt.params import Progress, SolveParams, Stopped
 from ipuopt.result import Result, Status
@@ -193,8 +194,8 @@ def hint_horizon(timings: list[Timing], hint: tuple[dict[str, int], dict[str, st
                default=0)
 
 
-def solve_cpsat(spec: Spec, timings: list[Timing], hint: tuple[dict[str, int], dict[str, str]],
-                lower: int, params: SolveParams, progress: Progress | None = None) -> Result:
+def solve_cpsat(inst: Instance, hint: Solution, params: SolveParams,
+                progress: Progress | None = None) -> Result:
     """Minimise the horizon; the greedy schedule is the hint and the fallback.
 
     With a time limit, the first `prove_split` of it (default 0.5) optimises;
@@ -203,13 +204,14 @@ def solve_cpsat(spec: Spec, timings: list[Timing], hint: tuple[dict[str, int], d
     CP-SAT's propagation often refutes it far sooner than the optimiser moves
     its bound (Brucker's open-shop instances: seconds against minutes).
     """
+    spec, timings, lower = inst.spec, inst.timings, inst.bound
     options = dict(params.options)
     split = float(options.pop("prove_split", 0.5))
     params = params.with_(options=options)
     limit = params.budget()
     if not 0 < split <= 1:
         raise InputError.one("", "params.prove_split", "must be in (0, 1]")
-    upper = hint_horizon(timings, hint)
+    upper = inst.horizon(hint)
     if limit < 0.05:
         return Result(Status.FALLBACK, hint, upper, None, solver="cpsat", extras={"reason": "no time left"})
     t0 = time.perf_counter()

@@ -20,15 +20,15 @@ import time
 
 from ipuopt.errors import InputError
 from ipuopt.exchange.greedy import greedy_schedule, horizon_of, timed_cost, topological_by
-from ipuopt.exchange.phase import Phase
+from ipuopt.exchange.instance import Instance, Solution
 from ipuopt.exchange.timing import Timing
 from ipuopt.params import Progress, SolveParams, Stopped
 from ipuopt.result import Result, Status
-from ipuopt.spec import Spec
 
 
-def solve_iterated(spec: Spec, timings: list[Timing], hint: tuple[dict[str, int], dict[str, str]],
-                   lower: int, params: SolveParams, progress: Progress | None = None) -> Result:
+def solve_iterated(inst: Instance, hint: Solution, params: SolveParams,
+                   progress: Progress | None = None) -> Result:
+    spec, timings, lower = inst.spec, inst.timings, inst.bound
     limit = params.budget()
     if progress is not None:
         progress({"stage": "iterated"})
@@ -36,7 +36,7 @@ def solve_iterated(spec: Spec, timings: list[Timing], hint: tuple[dict[str, int]
     if most is not None and (not isinstance(most, int) or most < 0):
         raise InputError.one("", "params.rounds", f"must be a whole number >= 0, got {most!r}")
     rng = random.Random(params.seed or 0)
-    phase = Phase(spec_ref=spec.name, transfers=[tm.transfer for tm in timings])
+    phase = inst.phase
     ids = [tm.transfer.id for tm in timings]
     best = current = (horizon_of(timings, *hint), dict(hint[0]), dict(hint[1]))
     t0 = time.perf_counter()

@@ -26,6 +26,7 @@ from ipuopt.backends import cpsat
 from ipuopt.backends.cpsat import new_solver
 from ipuopt.errors import InputError
 from ipuopt.exchange.cpsat import build_model, completion
+from ipuopt.exchange.instance import Instance, Solution
 from ipuopt.exchange.timing import ORDINARY, PAIRED, Timing
 from ipuopt.params import Progress, SolveParams, Stopped
 from ipuopt.result import Result, Status
@@ -66,8 +67,9 @@ def _tile_block(anchor: str, by_id: dict[str, Timing], by_tile: dict[int, list[s
     return free
 
 
-def solve_lns(spec: Spec, timings: list[Timing], hint: tuple[dict[str, int], dict[str, str]],
-              lower: int, params: SolveParams, progress: Progress | None = None) -> Result:
+def solve_lns(inst: Instance, hint: Solution, params: SolveParams,
+              progress: Progress | None = None) -> Result:
+    spec, timings, lower = inst.spec, inst.timings, inst.bound
     options = dict(params.options)
     limit = params.budget()
     if progress is not None:

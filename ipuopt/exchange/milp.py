@@ -18,7 +18,7 @@ from typing import Any
 import pulp
 
 from ipuopt.backends import milp
-from ipuopt.exchange.cpsat import hint_horizon
+from ipuopt.exchange.instance import Instance, Solution
 from ipuopt.exchange.timing import ORDINARY, PAIRED, Timing
 from ipuopt.params import Progress, SolveParams, Stopped
 from ipuopt.result import Result, Status
@@ -128,11 +128,12 @@ def build_milp(spec: Spec, timings: list[Timing], upper: int, lower: int,
     return prob, starts, paired, horizon
 
 
-def solve_milp(spec: Spec, timings: list[Timing], hint: tuple[dict[str, int], dict[str, str]],
-               lower: int, params: SolveParams, progress: Progress | None = None) -> Result:
+def solve_milp(inst: Instance, hint: Solution, params: SolveParams,
+               progress: Progress | None = None) -> Result:
     """Minimise the horizon below the greedy one; the greedy schedule is the fallback."""
+    spec, timings, lower = inst.spec, inst.timings, inst.bound
     milp.check_options(params)
-    upper = hint_horizon(timings, hint)
+    upper = inst.horizon(hint)
     t0 = time.perf_counter()
     if params.budget() < 0.05:
         return Result(Status.FALLBACK, hint, upper, None, solver="milp", extras={"reason": "no time left"})

@@ -49,6 +49,7 @@ class Phase:
     source: str = ""
     index: dict[str, int] = field(default_factory=dict, repr=False)
     malformed_ids: set[str] = field(default_factory=set, repr=False)  # ids seen while parsing
+    checked: Spec | None = field(default=None, repr=False, compare=False)  # the spec it was checked on
 
     def __post_init__(self) -> None:
         self.index = {t.id: i for i, t in enumerate(self.transfers)}
@@ -214,19 +215,43 @@ def _against_spec(t: Transfer, spec: Spec, file: str) -> list[Problem]:
     return problems
 
 
-def load_phase(path: str | Path, spec_override: str | None = None) -> tuple[Phase, Spec]:
+def load_phase(path: str | Path, spec_override: str | Spec | None = None) -> tuple[Phase, Spec]:
     """Load a phase and its spec (`spec_override` replaces the phase's), all problems at once."""
     p = resolve(path, "models/examples")
     hint = bundled_hint("models/examples", "examples")
-    phase, problems = _parse(read_document(p, hint), str(p))
-    spec = None
-    if phase.spec_ref or spec_override:
+    return phase_from_dict(read_document(p, hint), spec_override, str(p), p.parent)
+
+
+def phase_from_dict(doc: Any, spec: str | Spec | None = None, file: str = "",
+                    relative_to: Path | None = None) -> tuple[Phase, Spec]:
+    """A phase from its document (as in a phase file) and its spec (`spec` replaces the
+    phase's own), checked as a file is: every problem at once."""
+    phase, problems = _parse(doc, file)
+    return phase, _checked(phase, spec, problems, relative_to)
+
+
+def checked_phase(phase: Phase, spec: str | Spec | None = None) -> tuple[Phase, Spec]:
+    """A phase built in code, checked as a file is (`spec` replaces the phase's own): it is
+    read back from its document, so every field meets the same rules and messages."""
+    if phase.checked is not None and spec in (None, phase.checked, phase.checked.name):
+        return phase, phase.checked  # loaded from a file or checked before
+    if not isinstance(phase.transfers, list) or not all(isinstance(t, Transfer) for t in phase.transfers):
+        raise InputError.one(phase.source, "transfers", "must be a list of Transfer")
+    doc = {**phase.to_dict(), "spec": phase.spec_ref if isinstance(phase.spec_ref, str) else None}
+    return phase_from_dict(doc, spec, phase.source or "(phase built in code)")
+
+
+def _checked(phase: Phase, spec: str | Spec | None, problems: list[Problem],
+             relative_to: Path | None) -> Spec:
+    found = spec if isinstance(spec, Spec) else None
+    if found is None and (phase.spec_ref or spec):
         try:
-            spec = (load_spec(spec_override, field="--spec") if spec_override
-                    else load_spec(phase.spec_ref, relative_to=p.parent, referrer=str(p)))
+            found = (load_spec(spec, field="--spec") if spec
+                     else load_spec(phase.spec_ref, relative_to=relative_to, referrer=phase.source))
         except InputError as exc:
             problems += exc.problems
-    problems += check_phase(phase, spec)
+    problems += check_phase(phase, found)
     if problems:
         raise InputError(problems)
-    return phase, spec
+    phase.checked = found
+    return found  # type: ignore[return-value]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -17,26 +17,20 @@ WIDTH_NAMES = ("ordinary", "paired")
 
 @dataclass
 class Schedule:
+    """The solution of an exchange phase: a start and a width per transfer (in the phase's
+    order). `note` says who made a schedule read from a file ("cpsat optimal"); a solver's
+    verdict on the schedules it makes is the `Result` around them."""
+
     starts: dict[str, int]
     widths: dict[str, str]
     horizon: int | None = None
     phase: str = ""
     spec: str = ""
-    solver: str = ""
-    status: str = "feasible"
-    lower_bound: int | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
+    note: str = ""
 
-    def to_dict(self, order: list[str] | None = None) -> dict[str, Any]:
-        ids = order if order is not None else list(self.starts)
-        out: dict[str, Any] = {
-            "phase": self.phase, "spec": self.spec, "solver": self.solver,
-            "status": self.status, "horizon": self.horizon, "lower_bound": self.lower_bound,
-        }
-        out.update(self.extra)
-        out["transfers"] = [{"id": i, "start": self.starts[i], "width": self.widths[i]}
-                            for i in ids]
-        return out
+    def to_dict(self) -> dict[str, Any]:
+        return {"phase": self.phase, "spec": self.spec, "horizon": self.horizon,
+                "transfers": [{"id": i, "start": s, "width": self.widths[i]} for i, s in self.starts.items()]}
 
 
 def schedule_from_dict(doc: Any, file: str = "") -> Schedule:
@@ -69,11 +63,9 @@ def schedule_from_dict(doc: Any, file: str = "") -> Schedule:
     if problems:
         raise InputError(problems)
     horizon = doc.get("horizon")
-    return Schedule(starts=starts, widths=widths,
-                    horizon=horizon if isinstance(horizon, int) else None,
+    return Schedule(starts=starts, widths=widths, horizon=horizon if isinstance(horizon, int) else None,
                     phase=str(doc.get("phase") or ""), spec=str(doc.get("spec") or ""),
-                    solver=str(doc.get("solver") or ""), status=status,
-                    lower_bound=doc.get("lower_bound"))
+                    note=" ".join(str(doc[k]) for k in ("solver", "status") if doc.get(k)))
 
 
 def schedule_for(schedule: Schedule, phase: Any, file: str = "") -> Schedule:

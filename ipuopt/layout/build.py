@@ -414,14 +414,14 @@ def build_problem(wl: Workload, spec: Spec, within: float = 0.0, min_utilisation
         small = b.top(width)
         doc = b.document(small, b.rows(small, math.inf))
         ref = plan(layout_problem_from_dict(doc, "reference"), "milp", {"workers": 1, "seed": 0})
-        if ref["cycles"] is not None:
+        if ref.value is not None:
             break
     else:
         raise InputError.one(wl.source, "", f"no plan of the {width} most promising candidates per "
-                                            f"operator fits {spec.name}'s memory ({ref.get('reason')})")
-    limit = b.report.limit = ref["cycles"] * (1 + within)
-    b.report.reference = ref["cycles"]
-    b.say(f"reference plan: {ref['cycles']} cycles from the {width} most promising "
+                                            f"operator fits {spec.name}'s memory ({ref.reason})")
+    limit = b.report.limit = ref.value * (1 + within)
+    b.report.reference = ref.value
+    b.say(f"reference plan: {ref.value} cycles from the {width} most promising "
           f"candidates per operator")
     kept = b.prune(limit, b.cands)
     for _ in range(8):  # fewer producers: larger move floors, fewer candidates; to a fixed point

@@ -17,6 +17,21 @@ def solve_layout_cpsat(problem: LayoutProblem, st: Structure, params: SolveParam
                        exclude: list[dict[str, int]] = (), hint: dict[str, int] | None = None) -> Result:
     """Choice as operator -> candidate index; the beam's plan (`hint`) warm-starts it."""
     t0 = time.perf_counter()
+    m, x = build_layout_cpsat(problem, st, exclude, hint)
+    solver = cpsat.new_solver(params)
+    code = cpsat.solve(m, solver)
+    runtime = time.perf_counter() - t0
+    if code not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        status = Status.INFEASIBLE if code == cp_model.INFEASIBLE else Status.UNKNOWN
+        return Result(status, runtime=runtime, solver="cpsat")
+    choice = {op: next(i for i, v in enumerate(xs) if solver.boolean_value(v)) for op, xs in x.items()}
+    return Result(cpsat.STATUS[code], choice, int(solver.objective_value), int(solver.best_objective_bound),
+                  runtime, "cpsat")
+
+
+def build_layout_cpsat(problem: LayoutProblem, st: Structure, exclude: list[dict[str, int]] = (),
+                       hint: dict[str, int] | None = None) -> tuple[cp_model.CpModel, dict[str, list]]:
+    """The model and each operator's choice literals."""
     m = cp_model.CpModel()
     x = {op: [m.new_bool_var(f"x{k}_{i}") for i in range(len(st.cost[op]))]
          for k, op in enumerate(problem.order)}
@@ -46,12 +61,4 @@ def solve_layout_cpsat(problem: LayoutProblem, st: Structure, params: SolveParam
     for plan in exclude:
         m.add(sum(x[op][i] for op, i in plan.items()) <= len(plan) - 1)
     m.minimize(sum(objective))
-    solver = cpsat.new_solver(params)
-    code = cpsat.solve(m, solver)
-    runtime = time.perf_counter() - t0
-    if code not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-        status = Status.INFEASIBLE if code == cp_model.INFEASIBLE else Status.UNKNOWN
-        return Result(status, runtime=runtime, solver="cpsat")
-    choice = {op: next(i for i, v in enumerate(xs) if solver.boolean_value(v)) for op, xs in x.items()}
-    return Result(cpsat.STATUS[code], choice, int(solver.objective_value), int(solver.best_objective_bound),
-                  runtime, "cpsat")
+    return m, x

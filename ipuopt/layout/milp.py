@@ -21,6 +21,20 @@ def solve_layout_milp(problem: LayoutProblem, st: Structure, params: SolveParams
     """Choice as operator -> candidate index. `exclude` rules out earlier plans (k-best)."""
     milp.check_options(params)
     t0 = time.perf_counter()
+    prob, x = build_layout_milp(problem, st, exclude)
+    status, bound = milp.solve(prob, params)
+    runtime = time.perf_counter() - t0
+    if status not in (Status.OPTIMAL, Status.FEASIBLE):
+        return Result(status, runtime=runtime, solver="milp")
+    choice = {op: max(range(len(xs)), key=lambda i: xs[i].varValue or 0) for op, xs in x.items()}
+    value = int(round(pulp.value(prob.objective)))
+    bound = value if status == Status.OPTIMAL else None if bound is None else math.ceil(bound - 1e-6)
+    return Result(status, choice, value, bound, runtime, "milp")
+
+
+def build_layout_milp(problem: LayoutProblem, st: Structure, exclude: list[dict[str, int]] = (),
+                      ) -> tuple[pulp.LpProblem, dict[str, list]]:
+    """The model and each operator's choice binaries."""
     prob = pulp.LpProblem("layout", pulp.LpMinimize)
     x = {op: [prob.add_variable(f"x{k}_{i}", cat="Binary") for i in range(len(st.cost[op]))]
          for k, op in enumerate(problem.order)}
@@ -48,11 +62,4 @@ def solve_layout_milp(problem: LayoutProblem, st: Structure, params: SolveParams
     for plan in exclude:
         prob += pulp.lpSum(x[op][i] for op, i in plan.items()) <= len(plan) - 1
     prob += pulp.lpSum(objective)
-    status, bound = milp.solve(prob, params)
-    runtime = time.perf_counter() - t0
-    if status not in (Status.OPTIMAL, Status.FEASIBLE):
-        return Result(status, runtime=runtime, solver="milp")
-    choice = {op: max(range(len(xs)), key=lambda i: xs[i].varValue or 0) for op, xs in x.items()}
-    value = int(round(pulp.value(prob.objective)))
-    bound = value if status == Status.OPTIMAL else None if bound is None else math.ceil(bound - 1e-6)
-    return Result(status, choice, value, bound, runtime, "milp")
+    return prob, x

@@ -11,6 +11,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+from ipuopt.data_files import bundled_hint, resolve
 from ipuopt.errors import InputError, Problem, unknown_keys
 from ipuopt.io import parse_int, read_document
 from ipuopt.limits import MAX_BYTES
@@ -129,8 +130,9 @@ class LayoutProblem:
 
 
 def load_layout_problem(path: str | Path) -> LayoutProblem:
-    p = Path(path)
-    return layout_problem_from_dict(read_document(p), str(p))
+    """A layout problem by path or by bundled name (models/layouts/)."""
+    p = resolve(path, "models/layouts")
+    return layout_problem_from_dict(read_document(p, bundled_hint("models/layouts", "problems")), str(p))
 
 
 def _bytes(value: Any, regions: dict[str, int], file: str, where: str,

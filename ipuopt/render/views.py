@@ -83,8 +83,8 @@ def phase_view(phase: Phase, spec: Spec, schedule: Schedule) -> View:
     sub = (f"{len(phase.transfers)} transfers on {spec.name}, horizon {sim.horizon}; outlined: the critical "
            f"chain ({len(sim.chain)} steps; purple where a memory hazard held it). Wheel: zoom, "
            f"shift+wheel or drag: scroll")
-    return View(f"{phase.name or 'phase'}: {schedule.solver} {schedule.status}", sub, rows, items, KINDS,
-                refs, marks)
+    title = f"{phase.name or 'phase'}: {schedule.note or 'schedule'}"
+    return View(title, sub, rows, items, KINDS, refs, marks)
 
 
 def program_view(run: dict[str, Any]) -> View:

@@ -11,10 +11,8 @@ from typing import Any
 
 from ipuopt.errors import InputError, Problem, unknown_keys
 from ipuopt.exchange.phase import Phase, load_phase
-from ipuopt.exchange.solve import BACKENDS, check_options
 from ipuopt.io import read_document
-from ipuopt.params import SolveParams
-from ipuopt.profiles import load_profile
+from ipuopt.registry import resolve
 from ipuopt.spec import Spec
 
 _KEYS = ("name", "phases", "specs", "solvers", "description")
@@ -69,26 +67,22 @@ def _solver(entry: Any, i: int, file: str) -> tuple[str, str, dict[str, Any]]:
         raise InputError(problems)
     if ("solver" in entry) == ("profile" in entry):
         raise InputError.one(file, where, "name a solver or a profile")
-    if "profile" in entry:
-        backend, params = load_profile(str(entry["profile"]))
-        label = f"profile {entry['profile']}"
-    else:
-        backend, params = str(entry["solver"]), {}
-        if backend not in BACKENDS:
-            raise InputError.one(file, f"{where}.solver",
-                                 f"unknown solver {backend!r} (one of {', '.join(BACKENDS)})")
-        label = backend
     extra = entry.get("params") or {}
     if not isinstance(extra, dict):
         raise InputError.one(file, f"{where}.params", "must be a mapping of backend parameters")
-    params = {**params, **extra, **{k: entry[k] for k in ("time_limit", "workers", "seed") if k in entry}}
-    try:
-        check_options(backend, SolveParams.of(params).options, f"{where}.params")
+    try:  # the same policy as the command line's: `cpsat` brings the cpsat profile's settings
+        chosen, params = resolve("exchange", None if "profile" in entry else str(entry["solver"]),
+                                 profile=entry.get("profile"), time_limit=entry.get("time_limit"),
+                                 workers=entry.get("workers"), seed=entry.get("seed"), options=extra,
+                                 field=f"{where}.solver")
     except InputError as exc:
         raise InputError([Problem(file, where, p.reason) for p in exc.problems]) from None
+    label = f"profile {entry['profile']}" if "profile" in entry else chosen.name
     if "time_limit" in entry:
         label += f" {entry['time_limit']:g}s"
-    return label, backend, params
+    settings = {k: v for k, v in (("time_limit", params.time_limit), ("workers", params.workers),
+                                  ("seed", params.seed)) if v is not None}
+    return label, chosen.name, {**settings, **params.options}
 
 
 def load_sweep(path: str | Path) -> Sweep:

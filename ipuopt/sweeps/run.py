@@ -36,12 +36,11 @@ def solve_cell(cell: Cell) -> dict[str, Any]:
         worker = get_worker().address
     except (ImportError, ValueError):
         worker = "local"
-    s = res.schedule
-    row = {"phase": cell.phase_file, "spec": cell.spec.name, "solver": cell.label, "status": str(s.status),
-           "horizon": s.horizon, "lower_bound": s.lower_bound,
+    row = {"phase": cell.phase_file, "spec": cell.spec.name, "solver": cell.label, "status": str(res.status),
+           "horizon": res.value, "lower_bound": res.bound,
            "gap": "" if res.gap is None else round(res.gap, 4), "seconds": round(res.runtime, 3),
            "worker": worker, "schedule": f"schedules/{cell.id}.json", "cell": cell.id}
-    return {"row": row, "schedule": s.to_dict([t.id for t in cell.phase.transfers])}
+    return {"row": row, "schedule": res.to_dict()}
 
 
 @dataclass

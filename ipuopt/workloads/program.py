@@ -71,7 +71,7 @@ def run_program(gen: Generation, solver: str = "greedy", params: SolveParams | d
         left = params.stop.left()
         share = None if left is None else left * weights[index] / sum(weights[index:])
         res = solve(gp.phase, spec, solver, params if share is None else params.with_(time_limit=share))
-        sim = simulate(gp.phase, spec, res.schedule,
+        sim = simulate(gp.phase, spec, res.solution,
                        {t: now + work.get(t, 0) for t in range(spec.tiles)})
         doc = sim.to_dict()
         run.boundaries.append({
@@ -80,7 +80,7 @@ def run_program(gen: Generation, solver: str = "greedy", params: SolveParams | d
             "compute_max": max(work.values(), default=0), "compute_min": min(work.values(), default=0),
             **{k: doc[k] for k in ("first_arrival", "last_arrival", "last_tile", "spread", "sync",
                                    "exchange_start", "horizon", "end", "after_last_arrival")},
-            "status": res.schedule.status, "lower_bound": res.schedule.lower_bound})
+            "status": res.status, "lower_bound": res.bound})
         now = doc["end"]
         if res.interrupted:
             run.interrupted, run.total = True, now
