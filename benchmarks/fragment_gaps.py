@@ -22,7 +22,8 @@ import time
 from pathlib import Path
 
 from ipuopt.exchange import bounds
-from ipuopt.exchange.greedy import greedy_schedule, horizon_of
+from ipuopt.exchange.greedy import greedy_schedule
+from ipuopt.exchange.instance import horizon_of
 from ipuopt.exchange.phase import load_phase
 from ipuopt.exchange.timing import phase_timings
 

@@ -17,7 +17,8 @@ import argparse
 import time
 
 from ipuopt.exchange.bounds import endpoint_bound
-from ipuopt.exchange.greedy import best_greedy, horizon_of
+from ipuopt.exchange.greedy import best_greedy
+from ipuopt.exchange.instance import horizon_of
 from ipuopt.exchange.timing import PAIRED, phase_timings
 from ipuopt.spec import load_spec
 from ipuopt.workloads.fragments import parse_grain

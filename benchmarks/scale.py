@@ -12,7 +12,8 @@ import resource
 import time
 
 from ipuopt.exchange.bounds import all_bounds, best_bound
-from ipuopt.exchange.greedy import greedy_schedule, horizon_of
+from ipuopt.exchange.greedy import greedy_schedule
+from ipuopt.exchange.instance import horizon_of
 from ipuopt.exchange.random_phase import random_phase
 from ipuopt.exchange.schedule import Schedule
 from ipuopt.exchange.simulate import simulate

@@ -39,9 +39,9 @@ from ipuopt.result import Bound, Result, Status
 from ipuopt.spec import Spec, load_spec
 from ipuopt.workloads.fragments import parse_grain
 from ipuopt.workloads.gemm import GemmLayout
-from ipuopt.workloads.phases import Generation
 from ipuopt.workloads.phases import generate as _generate
 from ipuopt.workloads.program import run_program
+from ipuopt.workloads.records import Generation
 from ipuopt.workloads.workload import Workload, load_workload
 
 __all__ = ["Arena", "Bound", "Buffer", "Conflict", "Generation", "InputError", "LayoutProblem", "Method",
@@ -158,13 +158,18 @@ def validate_placement(arena: ArenaLike, placement: Placement | Result | dict[st
 
 def select_layouts(problem: LayoutProblem | dict[str, Any] | str | Path, solver: str = "milp", *, k: int = 1,
                    time_limit: float | None = None, workers: int | None = None, seed: int | None = None,
-                   width: int = 64, beam: int = 64) -> Result[Plan]:
-    """The plan of a layout problem (see `ipuopt layout`): status, cycles, bound, the choice
-    per operator, the beam's plan and where it lost the exact one, and the k best plans."""
-    from ipuopt.layout.solve import plan
+                   width: int = 64, beam: int = 64, spec: Spec | str = "gc200",
+                   rerank: str | None = None) -> Result[Plan]:
+    """The plan of a layout problem, or of a workload's (built on `spec` as `ipuopt layout
+    WORKLOAD` does): status, cycles, bound, the choice per operator, the beam's plan and where
+    it lost the exact one, the k best plans; `rerank` (an exchange method) also ranks the plans
+    by their scheduled programs."""
+    from ipuopt.layout.select import problem_of, select
 
     params = resolve("layout", solver, time_limit=time_limit, workers=workers, seed=seed)[1]
-    return plan(load_layout_problem(problem), solver, params, k, width, beam)
+    again = resolve("exchange", rerank) if rerank is not None else None
+    found, built = problem_of(problem, spec, k, check=params.stop.check)
+    return select(found, solver, params, k, width, beam, built, (again[0].name, again[1]) if again else None)
 
 
 def generate(workload: Workload | str | Path, spec: Spec | str = "gc200",

@@ -753,7 +753,7 @@ def place_cmd(
     quiet: QuietOpt = False,
 ) -> None:
     """Give buffers offsets: no overlap while live together, within capacity."""
-    from ipuopt.arena.problem import OBJECTIVES, load_arena, load_csv
+    from ipuopt.arena.problem import OBJECTIVES, load_arena, load_csv, offsets_csv
     from ipuopt.arena.solve import place
 
     if (arena is None) == (csv_in is None):
@@ -781,12 +781,7 @@ def place_cmd(
     offsets = res.solution.offsets
     if out is not None and offsets is not None:
         if csv_in is not None:
-            buf = io.StringIO()
-            writer = csv.writer(buf, lineterminator="\n")
-            writer.writerow(["id", "lower", "upper", "size", "offset"])
-            for b in problem.buffers:
-                writer.writerow([b.id, b.first, b.end, b.size, offsets[b.id]])
-            write_atomic(out, buf.getvalue(), protect=(source,))  # type: ignore[arg-type]
+            write_atomic(out, offsets_csv(problem, offsets), protect=(source,))  # type: ignore[arg-type]
         else:
             write_document(out, res.to_dict(), protect=(source,))  # type: ignore[arg-type]
     if res.interrupted:
@@ -896,9 +891,11 @@ def layout_problem_cmd(
 ) -> None:
     """Price every candidate layout of a workload's operators and the redistributions that can
     matter; write the layout problem that `ipuopt layout` solves."""
+    from ipuopt.layout.select import BuildOptions, build
+
     _check_out(out, workload, spec)
-    problem, doc, _ = _build_layout_problem(workload, spec, within, min_utilisation, quiet, exchange,
-                                            grain=grain)
+    with _Progress(quiet, f"layout problem {workload} on {spec}") as progress:
+        problem, doc = build(workload, spec, BuildOptions(within, min_utilisation, exchange, grain), progress)
     write_document(out, doc)
     kept = doc["kept"]
     if json_out:
@@ -921,27 +918,6 @@ WithinOpt = Annotated[float, typer.Option(help="Keep every candidate that can be
 UtilOpt = Annotated[float, typer.Option(help="Enumerate GEMM grids using at least this share of tiles.")]
 ExchangeOpt = Annotated[str, typer.Option(help="Price exchange by load bounds (bound) or by the greedy "
                                                "schedule of each phase (greedy).")]
-
-
-def _build_layout_problem(workload: str, spec: str, within: float, min_utilisation: float,
-                          quiet: bool, exchange: str = "bound", check: Callable[[], None] | None = None,
-                          grain: str | None = None):
-    from ipuopt.layout.build import build_problem
-    from ipuopt.workloads.workload import load_workload
-
-    if not 0 <= within <= 10:
-        raise InputError.one("", "--within", f"must be in 0..10, got {within}")
-    if not 0 < min_utilisation <= 1:
-        raise InputError.one("", "--min-utilisation", f"must be in (0, 1], got {min_utilisation}")
-    wl = load_workload(workload)
-    sp = load_spec(spec, field="--spec")
-    cut = parse_grain(grain, sp)
-    with _Progress(quiet, f"layout problem {wl.name} on {sp.name}") as progress:
-        problem, doc = build_problem(wl, sp, within, min_utilisation,
-                                     lambda m: progress({"task": m}), exchange=exchange, check=check,
-                                     grain=cut)
-    problem.extra["workload"] = doc["workload"] = workload
-    return problem, doc, (wl, sp)
 
 
 @app.command("layout")
@@ -973,64 +949,32 @@ def layout_cmd(
 ) -> None:
     """Pick one candidate per operator: least compute + exchange + redistribution cycles
     within memory; exact (MILP or CP-SAT) or the beam baseline."""
-    from ipuopt.data_files import bundled_hint, bundled_names, resolve
-    from ipuopt.layout.problem import layout_problem_from_dict
-    from ipuopt.layout.solve import plan
+    from ipuopt.layout.select import BuildOptions, problem_of, select, source_path
 
-    params = SolveParams(time_limit, workers, seed, verbose)
+    params = resolve("layout", solver, time_limit=time_limit, workers=workers, seed=seed,
+                     options={"verbose": True} if verbose else None)[1]
     if profile and not rerank:
         raise InputError.one("", "--profile", "schedules the plans of --rerank: give --rerank too")
-    rerank_backend, rerank_params = _params(profile, None, None, None, None, []) if rerank else (None, None)
-    path = resolve(problem, "models/layouts")
-    if not path.exists() and str(problem) in bundled_names("models"):
-        path = resolve(problem, "models")
+    again = _params(profile, None, None, None, None, []) if rerank else None
+    path = source_path(problem)
     _check_out(out, path, spec, profile)
     _check_out(export, path, spec, option="--export", suffixes=tuple(FORMS))
     if time_limit is not None:
         params.start_clock(since=START)
-    doc = read_document(path, bundled_hint("models/layouts", "problems") + "; "
-                        + bundled_hint("models", "workloads").strip())
-    built = None
-    if isinstance(doc, dict) and isinstance(doc.get("operators"), list):  # a workload
-        if k > 1 and within == 0:
-            within = 0.02  # room for runners-up
-        ref = str(path) if Path(problem).exists() else str(problem)  # a bundled name stays a name
-        try:
-            problem_, _, built = _build_layout_problem(ref, spec, within, min_utilisation, quiet, exchange,
-                                                       params.stop.check, grain)
-        except Stopped:
-            _err(f"error: the time limit ({time_limit:g} s) ran out while building the layout problem of "
-                 f"{ref}; give more time, or build it once with `ipuopt layout-problem` and solve that file")
-            raise typer.Exit(1) from None
-    else:
-        for name, given in (("--exchange", exchange != "bound"), ("--grain", grain is not None)):
-            if given:
-                raise InputError.one(str(path), name, "prices are chosen when a problem is built: give "
-                                                      "a workload, or use `ipuopt layout-problem`")
-        problem_ = layout_problem_from_dict(doc, str(path))
+    options = BuildOptions(within, min_utilisation, exchange, grain)
+    try:
+        with _Progress(quiet, "layout problem") as progress:
+            problem_, built = problem_of(problem, spec, k, options, progress, params.stop.check)
+    except Stopped:
+        _err(f"error: the time limit ({time_limit:g} s) ran out while building the layout problem of "
+             f"{problem}; give more time, or build it once with `ipuopt layout-problem` and solve that file")
+        raise typer.Exit(1) from None
     if export is not None:
         from ipuopt.export import layout_model
 
         return _export(lambda form: layout_model(problem_, form), export, json_out, path)
-    with _solver_log(verbose):
-        result = plan(problem_, solver, params, k, width, beam).to_dict()
-    if "kept" in problem_.extra:
-        result["kept"] = problem_.extra["kept"]
-    if rerank and result["choice"]:
-        from ipuopt.layout.rerank import rerank as rerank_plans
-        from ipuopt.workloads.workload import load_workload
-
-        if built is None:
-            ref = problem_.extra.get("workload")
-            if not ref or not problem_.extra.get("spec"):
-                raise InputError.one(str(path), "workload", "--rerank needs the problem's workload and spec "
-                                                            "(a generated problem names both)")
-            built = (load_workload(ref), load_spec(problem_.extra["spec"], field="spec"))
-        plans = result.get("plans") or [{"rank": 1, "cycles": result["cycles"], "choice": result["choice"]}]
-        with _Progress(quiet, "rerank") as progress:
-            kept = problem_.extra.get("kept") or {}
-            cut = parse_grain(kept.get("grain"), built[1], "kept.grain")
-            result["rerank"] = rerank_plans(plans, *built, rerank_backend, rerank_params, progress, cut)
+    with _solver_log(verbose), _Progress(quiet, f"layout {solver}") as progress:
+        result = select(problem_, solver, params, k, width, beam, built, again, progress).to_dict()
     if out:
         write_document(out, result, protect=(path,))
     if json_out:

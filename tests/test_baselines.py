@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 from conftest import run_cli
 
-from ipuopt.exchange.greedy import HABITS, greedy_schedule, horizon_of
+from ipuopt.exchange.greedy import HABITS, greedy_schedule
+from ipuopt.exchange.instance import horizon_of
 from ipuopt.exchange.schedule import Schedule
 from ipuopt.exchange.solve import solve
 from ipuopt.exchange.timing import PAIRED, phase_timings

@@ -8,7 +8,8 @@ from collections import defaultdict
 from conftest import make_phase, make_spec
 
 from ipuopt.exchange.colour import _slots, round_colours, tile_groups
-from ipuopt.exchange.greedy import best_greedy, horizon_of
+from ipuopt.exchange.greedy import best_greedy
+from ipuopt.exchange.instance import horizon_of
 from ipuopt.exchange.solve import solve
 from ipuopt.exchange.timing import phase_timings
 from ipuopt.params import SolveParams

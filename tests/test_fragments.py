@@ -56,8 +56,8 @@ def test_every_byte_lands_where_the_consumer_reads_it(gens, name, grain):
         assert check_phase(gp.phase, spec) == []
         for d in gp.deliveries:
             elem = 4 if d.tensor.endswith(".partial") else gen.workload.elem_bytes
-            pieces = [((p.tile,), p.box, p.addr) for p in gp.sources[d.tensor]]
-            needs = [(n.tiles, n.box, n.addr) for n in gp.needs[d.tensor]]
+            pieces = [((p.tile,), p.box, p.addr) for p in gp.sources[d.tensor] if p.partial == d.partial]
+            needs = [(n.tiles, n.box, n.addr) for n in gp.needs[d.tensor] if n.partial == d.partial]
             _, s_outer, s_base = _holder(pieces, (d.src,), d.box)
             _, d_outer, d_base = _holder(needs, d.dst, d.box)
             want = dict(zip(_addresses(s_outer, d.box, s_base, elem).tolist(),

@@ -18,7 +18,8 @@ from ipuopt.layout.build import build_problem
 from ipuopt.layout.solve import plan
 from ipuopt.spec import load_spec
 from ipuopt.workloads.gemm import GemmLayout, enumerate_candidates
-from ipuopt.workloads.phases import generate, operand_needs
+from ipuopt.workloads.geometry import operand_needs
+from ipuopt.workloads.phases import generate
 from ipuopt.workloads.workload import load_workload
 
 

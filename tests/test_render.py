@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 from conftest import run_cli
 
-from ipuopt.exchange.greedy import greedy_schedule, horizon_of
+from ipuopt.exchange.greedy import greedy_schedule
+from ipuopt.exchange.instance import horizon_of
 from ipuopt.exchange.random_phase import random_phase
 from ipuopt.exchange.schedule import Schedule
 from ipuopt.exchange.timing import phase_timings

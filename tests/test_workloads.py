@@ -66,21 +66,21 @@ def test_batched_groups() -> None:
 def _coverage(gen) -> None:
     """Every needed box reaches every tile that needs it exactly once (delivered + local)."""
     for gp in gen.phases:
-        by_tile: dict[tuple[str, int], list] = {}
+        by_tile: dict[tuple[str, int, int | None], list] = {}  # partial sums: per partial
         for d in gp.deliveries:
             for t in d.dst:
-                by_tile.setdefault((d.tensor, t), []).append(d.box)
+                by_tile.setdefault((d.tensor, t, d.partial), []).append(d.box)
         for tensor, needs in gp.needs.items():
             delivered = 0
             for need in needs:
                 for tile in need.tiles:
-                    got = sum(volume(b2) for b in by_tile.get((tensor, tile), ())
+                    got = sum(volume(b2) for b in by_tile.get((tensor, tile, need.partial), ())
                               if (b2 := intersect(b, need.box)))
                     local = sum(volume(b2) for p in gp.sources[tensor] if p.tile == tile
-                                if (b2 := intersect(p.box, need.box)))
+                                and p.partial == need.partial if (b2 := intersect(p.box, need.box)))
                     assert got + local == volume(need.box), (gp.phase.name, tensor, tile)
                     delivered += got
-            total = sum(volume(b) for (name, _), boxes in by_tile.items() if name == tensor
+            total = sum(volume(b) for (name, _, _), boxes in by_tile.items() if name == tensor
                         for b in boxes)
             assert total == delivered  # nothing arrives that no need asked for
 

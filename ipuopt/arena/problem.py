@@ -308,6 +308,16 @@ def load_csv(path: str | Path, capacity: int, element_bytes: int | None = None) 
     return arena
 
 
+def offsets_csv(arena: Arena, offsets: dict[str, int]) -> str:
+    """A placement as the allocator CSV with an `offset` column, as MiniMalloc writes it."""
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow(["id", "lower", "upper", "size", "offset"])
+    for b in arena.buffers:
+        writer.writerow([b.id, b.first, b.end, b.size, offsets[b.id]])
+    return buf.getvalue()
+
+
 def load_offsets(path: str | Path, arena: Arena) -> dict[str, int]:
     """A placement of `arena`: `ipuopt place --out` JSON/YAML (`offsets`), or an allocator CSV
     with an `offset` column. Every buffer without an integer offset, every id the arena does

@@ -22,7 +22,7 @@ from ipuopt.backends import cpsat
 from ipuopt.errors import InputError
 from ipuopt.params import Progress, SolveParams, run_interruptible
 from ipuopt.registry import method
-from ipuopt.result import Result, Status
+from ipuopt.result import Bound, Result, Status
 
 
 @dataclass
@@ -250,9 +250,11 @@ def place(arena: Arena, objective: str = "fit", solver: str = "auto",
 def _answer(run: _Run, status: Status, name: str = "", offsets: dict[str, int] | None = None,
             value: int | None = None, peak: int | None = None, reason: str = "") -> Result[Placement]:
     bound = value if status == Status.OPTIMAL else run.bound
+    live, step = run.arena.peak_live()  # no placement's peak is below the bytes live at once
+    named = [Bound("live bytes", live, f"step {step}")] if run.objective == "peak" else []
     return Result(status, Placement(run.arena, run.objective, offsets, peak), value, bound,
                   time.perf_counter() - run.t0, run.solver, run.info, name or run.solver, run.interrupted,
-                  reason=reason)
+                  named, reason)
 
 
 def _choose(run: _Run, g_peak: int) -> Result[Placement]:

@@ -30,9 +30,9 @@ from ortools.sat.python import cp_model
 
 from ipuopt.backends import cpsat
 from ipuopt.backends.cpsat import new_solver
-from ipuopt.exchange.bounds import Conflicts, held_resources
-from ipuopt.exchange.greedy import greedy_schedule, horizon_of, topological_by
-from ipuopt.exchange.instance import Instance, Solution
+from ipuopt.exchange.conflicts import Conflicts, held_resources
+from ipuopt.exchange.greedy import greedy_schedule, topological_by
+from ipuopt.exchange.instance import Instance, Solution, horizon_of
 from ipuopt.exchange.timing import PAIRED, Timing
 from ipuopt.params import Progress, SolveParams, Stopped
 from ipuopt.result import Result, Status

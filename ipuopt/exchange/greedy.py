@@ -14,6 +14,7 @@ from collections import defaultdict
 from collections.abc import Callable
 from functools import partial
 
+from ipuopt.exchange.instance import horizon_of
 from ipuopt.exchange.phase import Phase
 from ipuopt.exchange.timing import ORDINARY, PAIRED, Timing, phase_timings
 from ipuopt.params import Stop, Stopped
@@ -316,11 +317,6 @@ def timed_cost(timings: list[Timing]) -> float:
     transfers as lanes fill, so it is the slow engine on wide multicasts (measured: ~0.4 ms a
     transfer and receive on 2-core machines). Callers skip it when it would not fit."""
     return 4e-4 * sum(1 + len(tm.arrival) for tm in timings)
-
-
-def horizon_of(timings: list[Timing], starts: dict[str, int], widths: dict[str, str]) -> int:
-    return max((starts[tm.transfer.id] + tm.end_offset(widths[tm.transfer.id])
-                for tm in timings), default=0)
 
 
 def best_greedy(phase: Phase, spec: Spec, rules: tuple[str, ...] | None = None,

@@ -25,22 +25,17 @@ from ortools.sat.python import cp_model
 from ipuopt.backends import cpsat
 from ipuopt.backends.cpsat import new_solver
 from ipuopt.errors import InputError
+from ipuopt.exchange.conflicts import touched
 from ipuopt.exchange.cpsat import build_model, completion
 from ipuopt.exchange.instance import Instance, Solution
 from ipuopt.exchange.timing import ORDINARY, PAIRED, Timing
 from ipuopt.params import Progress, SolveParams, Stopped
 from ipuopt.result import Result, Status
-from ipuopt.spec import Spec
 
 # A sub-model keeps at most this many transfers per free one (fixed around them); beyond it a
 # neighbourhood of tiles is given up for one of time (a block of tiles that a wide multicast
 # links to every other would otherwise bring the whole phase into the model: gigabytes).
 KEEP_MOST = 20
-
-
-def _resources(tm: Timing, spec: Spec) -> set[tuple]:
-    return {(o.kind if o.kind in ("tx", "rx") else "el", o.key)
-            for w in tm.widths for o in tm.occupancies(w, spec)}
 
 
 def _tile_block(anchor: str, by_id: dict[str, Timing], by_tile: dict[int, list[str]],
@@ -84,7 +79,7 @@ def solve_lns(inst: Instance, hint: Solution, params: SolveParams,
     starts, widths = dict(hint[0]), dict(hint[1])
     by_id = {tm.transfer.id: tm for tm in timings}
     ids = list(by_id)
-    resources = {tid: _resources(tm, spec) for tid, tm in by_id.items()}
+    resources = {tid: touched(tm, spec) for tid, tm in by_id.items()}
     users: dict[tuple, list[str]] = defaultdict(list)
     for tid, res in resources.items():
         for r in res:
@@ -173,4 +168,5 @@ def solve_lns(inst: Instance, hint: Solution, params: SolveParams,
             if progress:
                 progress({"incumbent": horizon, "bound": lower})
     extras = {"lns_steps": steps, "lns_improvements": improved, "lns_history": history}
-    return Result(Status.FEASIBLE, (starts, widths), horizon, None, time.perf_counter() - t0, "lns", extras)
+    status = Status.OPTIMAL if horizon <= lower else Status.FEASIBLE  # as iterated reports it
+    return Result(status, (starts, widths), horizon, lower, time.perf_counter() - t0, "lns", extras)

@@ -23,10 +23,12 @@ import numpy as np
 
 from ipuopt.exchange.timing import payload_cycles
 from ipuopt.spec import Spec
+from ipuopt.workloads.allocation import SpmdAllocator
 from ipuopt.workloads.boxes import Box, split, volume
 from ipuopt.workloads.fragments import Grain, lane_work, runs_of
 from ipuopt.workloads.gemm import PARTIAL_BYTES, Candidate
-from ipuopt.workloads.phases import Need, SpmdAllocator, default_input_layout, output_pieces
+from ipuopt.workloads.geometry import default_input_layout, output_pieces
+from ipuopt.workloads.records import Need
 from ipuopt.workloads.workload import Operator, Workload
 
 

@@ -10,21 +10,17 @@ checked by the validator, so no price is below the phase's load bound.
 
 from __future__ import annotations
 
-from ipuopt.exchange.greedy import best_greedy, horizon_of
+from ipuopt.exchange.greedy import best_greedy
+from ipuopt.exchange.instance import horizon_of
 from ipuopt.exchange.phase import Phase
 from ipuopt.exchange.timing import phase_timings
 from ipuopt.spec import Spec
+from ipuopt.workloads.allocation import SpmdAllocator
 from ipuopt.workloads.fragments import Grain
 from ipuopt.workloads.gemm import Candidate, activation_region
-from ipuopt.workloads.phases import (
-    Generation,
-    Piece,
-    SpmdAllocator,
-    default_input_layout,
-    gemm_phases,
-    layout_bytes,
-    output_pieces,
-)
+from ipuopt.workloads.geometry import default_input_layout, layout_bytes, output_pieces
+from ipuopt.workloads.phases import gemm_phases
+from ipuopt.workloads.records import Generation, Piece
 from ipuopt.workloads.workload import Operator, Workload
 
 

@@ -39,14 +39,15 @@ class Plan:
     cycles: int | None = None
     beam: dict[str, Any] | None = None
     plans: list[dict[str, Any]] | None = None
+    kept: dict[str, Any] | None = None  # a built problem's report: what was priced and kept
+    rerank: list[dict[str, Any]] | None = None  # the plans ranked by their scheduled programs
 
     def to_dict(self) -> dict[str, Any]:
         doc: dict[str, Any] = {"workload": self.workload, **({"spec": self.spec} if self.spec else {}),
                                "cycles": self.cycles, "choice": self.choice}
-        if self.beam is not None:
-            doc["beam"] = self.beam
-        if self.plans is not None:
-            doc["plans"] = self.plans
+        for key in ("beam", "plans", "kept", "rerank"):
+            if getattr(self, key) is not None:
+                doc[key] = getattr(self, key)
         return doc
 
 

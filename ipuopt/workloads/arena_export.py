@@ -13,7 +13,7 @@ from collections import defaultdict
 
 from ipuopt.exchange.phase import Phase, Transfer
 from ipuopt.workloads.gemm import activation_region
-from ipuopt.workloads.phases import GeneratedPhase, Generation
+from ipuopt.workloads.records import GeneratedPhase, Generation
 
 WEIGHT_SCALE = 1 << 20
 

@@ -18,20 +18,18 @@ default, cut at a grain, or (`"box"`) whole, addressed at its first element.
 
 from __future__ import annotations
 
-import itertools
 import math
 from collections import Counter
-from dataclasses import dataclass, field
 
 import numpy as np
 
 from ipuopt.errors import InputError
 from ipuopt.exchange.bounds import endpoint_bound
-from ipuopt.exchange.phase import Phase, Transfer
 from ipuopt.exchange.timing import payload_cycles, phase_timings
 from ipuopt.spec import Spec
-from ipuopt.workloads.boxes import Box, View, split, volume
-from ipuopt.workloads.fragments import Grain, fragments
+from ipuopt.workloads.allocation import SpmdAllocator
+from ipuopt.workloads.boxes import volume
+from ipuopt.workloads.fragments import Grain
 from ipuopt.workloads.gemm import (
     PARTIAL_BYTES,
     Candidate,
@@ -40,201 +38,19 @@ from ipuopt.workloads.gemm import (
     default_layout,
     price,
 )
+from ipuopt.workloads.geometry import (
+    default_input_layout,
+    grid_tile,
+    layout_bytes,
+    operand_needs,
+    output_pieces,
+    reduction_routes,
+    splits,
+    weight_home,
+)
+from ipuopt.workloads.records import Compute, GeneratedPhase, Generation, Piece
+from ipuopt.workloads.routing import Router
 from ipuopt.workloads.workload import Operator, Workload
-
-
-@dataclass(frozen=True)
-class Piece:
-    tile: int
-    box: Box   # stored coordinates of the tensor
-    addr: int  # byte address of the buffer that holds `box` row-major
-
-
-@dataclass(frozen=True)
-class Need:
-    tiles: tuple[int, ...]
-    box: Box
-    addr: int
-
-
-@dataclass(frozen=True)
-class Delivery:
-    """A box of a tensor (or of partial sums) moved from one tile to others, and the
-    transfers (fragments, `nbytes` each) that carry it: for coverage checks and counts."""
-
-    transfers: tuple[str, ...]
-    tensor: str
-    box: Box
-    src: int
-    dst: tuple[int, ...]
-    nbytes: tuple[int, ...]
-
-
-@dataclass
-class GeneratedPhase:
-    phase: Phase
-    deliveries: list[Delivery]
-    needs: dict[str, list[Need]]  # tensor -> what the consumer needs (for coverage checks)
-    sources: dict[str, list[Piece]]  # tensor -> where it was before the phase
-    step: int = 0  # the operator (program step) whose phase this is
-
-
-@dataclass
-class Generation:
-    workload: Workload
-    spec: Spec
-    layouts: dict[str, Candidate]
-    grain: Grain = None
-    phases: list[GeneratedPhase] = field(default_factory=list)
-    buffers: list[dict] = field(default_factory=list)  # SPMD buffers with live op ranges
-    compute: list[Compute] = field(default_factory=list)  # in program order
-
-
-@dataclass
-class Compute:
-    """A compute step between exchange phases: cycles per tile (tiles not named are idle)."""
-
-    label: str
-    before_phase: int  # index of the exchange phase that follows it (len(phases): none)
-    cycles: dict[int, int]
-
-    @classmethod
-    def of_bytes(cls, label: str, before_phase: int, work: list[tuple[int, int]], rate: int) -> Compute:
-        """From (tile, bytes) items at `rate` bytes per cycle, rounded up once per tile."""
-        per_tile: dict[int, int] = {}
-        for tile, nbytes in work:
-            per_tile[tile] = per_tile.get(tile, 0) + nbytes
-        return cls(label, before_phase, {t: math.ceil(b / rate) for t, b in per_tile.items()})
-
-
-class SpmdAllocator:
-    """First-fit SPMD allocation per region: one offset serves every tile."""
-
-    def __init__(self, spec: Spec) -> None:
-        self.spec = spec
-        self.regions = {r.name: r for r in spec.regions}
-        self.live: dict[str, list[tuple[int, int, str]]] = {r: [] for r in self.regions}
-        self.log: list[dict] = []
-
-    def alloc(self, region: str, size: int, tag: str, step: int) -> int:
-        # rounded up, plus one alignment unit of slack for word rounding
-        size = self.spec.aligned(max(size, 1)) + self.spec.exchange.paired_alignment
-        reg = self.regions[region]
-        at = 0
-        for off, sz, _ in sorted(self.live[region]):
-            if at + size <= off:
-                break
-            at = max(at, off + sz)
-        if at + size > reg.size:
-            used = sum(sz for _, sz, _ in self.live[region])
-            raise InputError.one("", "layout", f"buffer {tag} ({size} B) does not fit region "
-                                               f"{region} ({reg.size} B, {used} B live)")
-        self.live[region].append((at, size, tag))
-        self.log.append({"id": tag, "region": region, "offset": at, "size": size,
-                         "first": step, "end": None})
-        return reg.start + at
-
-    def free(self, tag: str, step: int) -> None:
-        for region, items in self.live.items():
-            self.live[region] = [x for x in items if x[2] != tag]
-        for entry in self.log:
-            if entry["id"] == tag and entry["end"] is None:
-                entry["end"] = step
-
-
-class _Router:
-    """Routes needs from a layout's pieces: one multicast per (piece, need) overlap and
-    fragment of it (every destination of a need receives the same bytes at one address)."""
-
-    def __init__(self, wl: Workload, spec: Spec, name: str, grain: Grain = None) -> None:
-        self.wl, self.spec, self.grain = wl, spec, grain
-        self.transfers: list[Transfer] = []
-        self.deliveries: list[Delivery] = []
-        self.name = name
-
-    def route(self, tensor: str, pieces: list[Piece], needs: list[Need], elem: int) -> None:
-        if not pieces or not needs:
-            return
-        lo = np.array([[b[0] for b in p.box] for p in pieces])
-        hi = np.array([[b[1] for b in p.box] for p in pieces])
-        near = _PieceIndex(lo, hi)
-        wb = self.spec.exchange.word_bytes
-        fan = self.spec.exchange.max_fanout
-        for need in needs:
-            nlo = np.array([b[0] for b in need.box])
-            nhi = np.array([b[1] for b in need.box])
-            some = near(nlo, nhi)
-            ilo, ihi = np.maximum(lo[some], nlo), np.minimum(hi[some], nhi)
-            hit = np.all(ilo < ihi, axis=1)
-            for i, box_lo, box_hi in zip(some[hit], ilo[hit], ihi[hit], strict=True):
-                piece = pieces[i]
-                box = tuple((int(a), int(b)) for a, b in zip(box_lo, box_hi, strict=True))
-                dst = tuple(t for t in need.tiles if t != piece.tile)
-                if not dst:
-                    continue
-                src_off, dst_off, nbytes = fragments(box, piece.box, need.box, elem, self.grain)  # type: ignore[arg-type]
-                sizes = tuple(int(n) for n in nbytes)
-                for k in range(0, len(dst), fan):
-                    chunk = dst[k:k + fan]
-                    ids = []
-                    for s_off, d_off, n in zip(src_off.tolist(), dst_off.tolist(), sizes, strict=True):
-                        ids.append(f"{self.name}.{len(self.transfers)}")
-                        self.transfers.append(Transfer(ids[-1], piece.tile, chunk, -(-n // wb),
-                                                       piece.addr + s_off, need.addr + d_off))
-                    self.deliveries.append(Delivery(tuple(ids), tensor, box, piece.tile, chunk, sizes))  # type: ignore[arg-type]
-
-
-class _PieceIndex:
-    """Pieces by the cells of a coarse grid (a typical piece per cell) that their boxes touch,
-    so that finding the pieces a need overlaps does not scan them all: phases of a few hundred
-    thousand fragments come from tens of thousands of pieces and needs."""
-
-    SPREAD = 64  # a piece touching more cells than this is checked against every need
-
-    def __init__(self, lo: np.ndarray, hi: np.ndarray) -> None:
-        self.cell = np.maximum(1, np.median(hi - lo, axis=0).astype(np.int64))
-        self.count = len(lo)
-        self.cells: dict[tuple[int, ...], list[int]] = {}
-        wide: list[int] = []
-        for i, keys in enumerate(self._keys(a, b) for a, b in zip(lo, hi, strict=True)):
-            if keys is None:
-                wide.append(i)
-                continue
-            for key in keys:
-                self.cells.setdefault(key, []).append(i)
-        self.wide = np.array(wide, dtype=np.int64)
-
-    def _keys(self, lo: np.ndarray, hi: np.ndarray):
-        first, last = lo // self.cell, (hi - 1) // self.cell
-        if np.prod(last - first + 1) > self.SPREAD:
-            return None
-        return itertools.product(*(range(int(a), int(b) + 1) for a, b in zip(first, last, strict=True)))
-
-    def __call__(self, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
-        """Indices of the pieces that may overlap box [lo, hi) (a superset, sorted)."""
-        keys = self._keys(lo, hi)
-        if keys is None:
-            return np.arange(self.count)
-        found = [i for key in keys for i in self.cells.get(key, ())]
-        return np.unique(np.concatenate([np.array(found, dtype=np.int64), self.wide]))
-
-
-def _grid_tile(lay: GemmLayout, g: int, r: int, c: int, p: int) -> int:
-    return ((g * lay.parts + p) * lay.rows + r) * lay.cols + c
-
-
-def _stored(view: View, wl: Workload, box: Box) -> list[Box]:
-    return view.to_stored(box, wl.tensors[view.tensor].shape)
-
-
-def default_input_layout(wl: Workload, spec: Spec, tensor: str, alloc: SpmdAllocator,
-                          step: int) -> list[Piece]:
-    """Graph inputs arrive split by rows over the first tiles (batch and columns whole)."""
-    b, rows, cols = wl.tensors[tensor].shape
-    parts = split(rows, min(rows, spec.tiles))
-    biggest = max(hi - lo for lo, hi in parts) * b * cols * wl.elem_bytes
-    addr = alloc.alloc(activation_region(spec), biggest, tensor, step)
-    return [Piece(t, ((0, b), rr, (0, cols)), addr) for t, rr in enumerate(parts)]
 
 
 def generate(wl: Workload, spec: Spec, chosen: dict[str, GemmLayout] | None = None,
@@ -285,113 +101,13 @@ def generate(wl: Workload, spec: Spec, chosen: dict[str, GemmLayout] | None = No
     return gen
 
 
-def layout_bytes(pieces: list[Piece], elem: int) -> int:
-    base = min(p.addr for p in pieces)
-    return max(p.addr - base + volume(p.box) * elem for p in pieces)
-
-
-def _splits(wl: Workload, op: Operator, cand: Candidate):
-    """The batch, M, K and N ranges of the candidate's groups, grid rows, partials, columns."""
-    batch, m, k, n = wl.gemm_dims(op)
-    lay = cand.layout
-    bsplit = [(g * cand.batches_per_group, min(batch, (g + 1) * cand.batches_per_group))
-              for g in range(cand.groups)]
-    return bsplit, split(m, lay.rows), split(k, lay.parts), split(n, lay.cols)
-
-
-def operand_needs(wl: Workload, op: Operator, cand: Candidate, which: int, addr: int) -> list[Need]:
-    """What the grid needs of operand `which` (0: A, each block multicast along a row of the
-    grid's columns; 1: B, along a column's rows), received at `addr`."""
-    bsplit, msplit, ksplit, nsplit = _splits(wl, op, cand)
-    lay, view = cand.layout, op.inputs[which]
-    out: list[Need] = []
-    for g, bl in enumerate(bsplit):
-        if which == 0:
-            for r, rr in enumerate(msplit):
-                for p, kk in enumerate(ksplit):
-                    tiles = tuple(_grid_tile(lay, g, r, c, p) for c in range(lay.cols))
-                    _add_needs(out, wl, view, (bl, rr, kk), tiles, addr, wl.elem_bytes)
-        else:
-            for p, kk in enumerate(ksplit):
-                for c, cc in enumerate(nsplit):
-                    tiles = tuple(_grid_tile(lay, g, r, c, p) for r in range(lay.rows))
-                    _add_needs(out, wl, view, (bl, kk, cc), tiles, addr, wl.elem_bytes)
-    return out
-
-
-def weight_home(wl: Workload, op: Operator, cand: Candidate, addr: int) -> list[Piece]:
-    """A weight B is stored once, on row 0 of the grid, and broadcast to the other rows."""
-    bsplit, _, ksplit, nsplit = _splits(wl, op, cand)
-    home: list[Piece] = []
-    for g, bl in enumerate(bsplit):
-        for p, kk in enumerate(ksplit):
-            for c, cc in enumerate(nsplit):
-                off = addr
-                for sb in _stored(op.inputs[1], wl, (bl, kk, cc)):
-                    home.append(Piece(_grid_tile(cand.layout, g, 0, c, p), sb, off))
-                    off += volume(sb) * wl.elem_bytes
-    return home
-
-
-def _owned(lay: GemmLayout, block: Box):
-    """(owner partial, piece box) of a block's pieces: P partials reduce piece (i, j) of the
-    block on partial i * sub_b + j (with one partial, the block itself on partial 0)."""
-    bl, rr, cc = block
-    if lay.parts == 1:
-        yield 0, block
-        return
-    for i, ra in enumerate(split(rr[1] - rr[0], lay.sub_a)):
-        for j, cb in enumerate(split(cc[1] - cc[0], lay.sub_b)):
-            yield i * lay.sub_b + j, (bl, (rr[0] + ra[0], rr[0] + ra[1]), (cc[0] + cb[0], cc[0] + cb[1]))
-
-
-def output_pieces(wl: Workload, op: Operator, cand: Candidate, addr: int) -> list[Piece]:
-    """Where the GEMM leaves its output (each piece's boxes from `addr` on its owner)."""
-    bsplit, msplit, _, nsplit = _splits(wl, op, cand)
-    lay = cand.layout
-    out: list[Piece] = []
-    for g, bl in enumerate(bsplit):
-        for r, rr in enumerate(msplit):
-            for c, cc in enumerate(nsplit):
-                for owner, pbox in _owned(lay, (bl, rr, cc)):
-                    off = addr
-                    for sb in _stored(op.out, wl, pbox):
-                        out.append(Piece(_grid_tile(lay, g, r, c, owner), sb, off))
-                        off += volume(sb) * wl.elem_bytes
-    return out
-
-
-def reduction_routes(wl: Workload, op: Operator, cand: Candidate, part_addr: int, recv_addr: int,
-                     slot: int) -> tuple[list[Piece], list[Need]]:
-    """The partial blocks (one per partial, stored owner piece by owner piece so that each
-    piece a partial sends is contiguous) and what each owner receives of the others'."""
-    bsplit, msplit, _, nsplit = _splits(wl, op, cand)
-    lay = cand.layout
-    pieces: list[Piece] = []
-    needs: list[Need] = []
-    for g, bl in enumerate(bsplit):
-        for r, rr in enumerate(msplit):
-            for c, cc in enumerate(nsplit):
-                owned = list(_owned(lay, (bl, rr, cc)))
-                for p in range(lay.parts):
-                    off = part_addr
-                    for _, pbox in owned:
-                        pieces.append(Piece(_grid_tile(lay, g, r, c, p), _tagged(pbox, p), off))
-                        off += volume(pbox) * PARTIAL_BYTES
-                for owner, pbox in owned:
-                    owner_tile = _grid_tile(lay, g, r, c, owner)
-                    for q, p in enumerate(x for x in range(lay.parts) if x != owner):
-                        needs.append(Need((owner_tile,), _tagged(pbox, p), recv_addr + q * slot))
-    return pieces, needs
-
-
 def gemm_phases(gen: Generation, op: Operator, cand: Candidate, held: dict[str, list[Piece]],
           alloc: SpmdAllocator, step: int) -> None:
     wl, spec = gen.workload, gen.spec
     lay = cand.layout
     e = wl.elem_bytes
     act = activation_region(spec)
-    bsplit, msplit, ksplit, nsplit = _splits(wl, op, cand)
+    bsplit, msplit, ksplit, nsplit = splits(wl, op, cand)
     mb, kb, nb = (max(hi - lo for lo, hi in s) for s in (msplit, ksplit, nsplit))
     bb = cand.batches_per_group
     tag = op.name
@@ -400,7 +116,7 @@ def gemm_phases(gen: Generation, op: Operator, cand: Candidate, held: dict[str, 
     a_view, b_view = op.inputs
     reading_input = any(wl.tensors[v.tensor].input for v in op.inputs)
     kind = "input" if reading_input else "redistribution"
-    router = _Router(wl, spec, f"{op.name}-{kind}", gen.grain)
+    router = Router(wl, spec, f"{op.name}-{kind}", gen.grain)
     needs = {a_view.tensor: operand_needs(wl, op, cand, 0, a_addr)}
     needs.setdefault(b_view.tensor, []).extend(operand_needs(wl, op, cand, 1, b_addr))
     if wl.tensors[b_view.tensor].weight:
@@ -412,7 +128,7 @@ def gemm_phases(gen: Generation, op: Operator, cand: Candidate, held: dict[str, 
         if v.tensor not in sources:
             sources[v.tensor] = held[v.tensor]
             router.route(v.tensor, held[v.tensor], needs[v.tensor], e)
-    gen.phases.append(_finish(router, spec, needs, sources, step))
+    gen.phases.append(router.phase(needs, sources, step))
     macs = Compute(f"{op.name} (multiply)", len(gen.phases), {})
     rate = spec.compute[f"{wl.dtype}_macs_per_cycle"]
     for g, bl in enumerate(bsplit):
@@ -420,7 +136,7 @@ def gemm_phases(gen: Generation, op: Operator, cand: Candidate, held: dict[str, 
             for p, kk in enumerate(ksplit):
                 for c, cc in enumerate(nsplit):
                     work = (bl[1] - bl[0]) * (rr[1] - rr[0]) * (kk[1] - kk[0]) * (cc[1] - cc[0])
-                    macs.cycles[_grid_tile(lay, g, r, c, p)] = math.ceil(work / rate)
+                    macs.cycles[grid_tile(lay, g, r, c, p)] = math.ceil(work / rate)
     gen.compute.append(macs)
     # Partials, reduction and the output layout.
     p_bytes = PARTIAL_BYTES if lay.parts > 1 else e
@@ -436,10 +152,9 @@ def gemm_phases(gen: Generation, op: Operator, cand: Candidate, held: dict[str, 
         out_addr = alloc.alloc(act, bb * pa * pb * e, op.out.tensor, step)
         partial_name = f"{op.name}.partial"
         partial_pieces, red_needs = reduction_routes(wl, op, cand, part_addr, recv_addr, slot)
-        red = _Router(wl, spec, f"{op.name}-reduction", gen.grain)
+        red = Router(wl, spec, f"{op.name}-reduction", gen.grain)
         red.route(partial_name, partial_pieces, red_needs, PARTIAL_BYTES)
-        gen.phases.append(_finish(red, spec, {partial_name: red_needs},
-                                  {partial_name: partial_pieces}, step))
+        gen.phases.append(red.phase({partial_name: red_needs}, {partial_name: partial_pieces}, step))
         # each partial received is added into its owner's piece
         gen.compute.append(Compute.of_bytes(
             f"{op.name} (reduce)", len(gen.phases),
@@ -450,26 +165,6 @@ def gemm_phases(gen: Generation, op: Operator, cand: Candidate, held: dict[str, 
         held[op.out.tensor] = output_pieces(wl, op, cand, out_addr)
     for t in (f"{tag}.a", f"{tag}.b"):
         alloc.free(t, step + 1)
-
-
-def _tagged(box: Box, partial: int) -> Box:
-    """Partial p's copy of a box: its batch range shifted by p * 10**6, so boxes of different
-    partials never intersect while boxes stay three-dimensional."""
-    (b0, b1), rr, cc = box
-    return ((partial * 1_000_000 + b0, partial * 1_000_000 + b1), rr, cc)
-
-
-def _add_needs(out: list[Need], wl: Workload, view: View, vbox: Box, tiles: tuple[int, ...],
-               base: int, elem: int) -> None:
-    off = base
-    for sb in _stored(view, wl, vbox):
-        out.append(Need(tiles, sb, off))
-        off += volume(sb) * elem
-
-
-def _finish(router: _Router, spec: Spec, needs: dict, sources: dict, step: int) -> GeneratedPhase:
-    phase = Phase(spec_ref=spec.name, transfers=router.transfers, name=router.name)
-    return GeneratedPhase(phase, router.deliveries, needs, sources, step)
 
 
 def phase_stats(gp: GeneratedPhase, spec: Spec) -> dict:

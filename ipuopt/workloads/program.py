@@ -15,7 +15,7 @@ from typing import Any
 from ipuopt.exchange.simulate import simulate
 from ipuopt.exchange.solve import solve
 from ipuopt.params import Progress, SolveParams
-from ipuopt.workloads.phases import Generation
+from ipuopt.workloads.records import Generation
 
 
 @dataclass

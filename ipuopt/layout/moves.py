@@ -1,0 +1,143 @@
+"""Pricing moves between layouts: each candidate's least input moves (exact from a graph
+input, else a floor), the redistribution rows a plan within the limit could use, and the
+greedy re-pricing of what was kept (`--exchange greedy`)."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from ipuopt.layout.candidates import INPUT_LAYOUT, Cand, Catalogue
+from ipuopt.layout.pricing import Held, input_held, move_bound, move_floor, output_held
+from ipuopt.layout.pruning import floors_of
+from ipuopt.workloads.geometry import operand_needs
+
+
+class Moves:
+    """Moves priced so far (held layouts, need boxes and exact input moves cached)."""
+
+    def __init__(self, cat: Catalogue) -> None:
+        self.cat = cat
+        self.wl, self.spec, self.grain = cat.wl, cat.spec, cat.grain
+        self.held: dict[tuple[str, str], Held] = {}
+        self.need_boxes: dict[str, Any] = {}
+        self.exact: dict[tuple[str, str], int] = {}  # (graph input, need label) -> cycles
+        self.alike: dict[tuple, int] = {}
+        self.pairs_priced = 0
+        self.scheduled = 0
+
+    def refresh(self, cands: dict[str, list[Cand]], exact: bool = True) -> None:
+        """Each candidate's least input moves, given the layouts its producers can still
+        leave: priced exactly from a graph input (its layout is fixed), else the floor of a
+        tile that holds at most the largest piece any kept producer candidate leaves."""
+        largest: dict[str, int] = {t: self.held_of(t, INPUT_LAYOUT).largest()
+                                   for t in self.wl.tensors if self.wl.tensors[t].input}
+        for op in self.cat.ops:
+            largest[op.out.tensor] = max((c.doc["why"]["piece"] for c in cands[op.name]), default=0)
+        for op in self.cat.ops:
+            for which, t in self.cat.inputs(op) if op.kind == "gemm" else ():
+                for i, c in enumerate(cands[op.name]):
+                    if i % 256 == 0:
+                        self.cat.check()
+                    n = c.doc["needs"][t]
+                    if t in self.cat.producer or not exact:
+                        c.moves[t] = move_floor(*c.blocks[t], largest[t], self.wl.elem_bytes, self.spec)
+                    else:
+                        if (t, n) not in self.exact:  # alike needs of one input cost alike
+                            alike = (t, n.split(":", 1)[1], which, op.inputs[which], self.wl.gemm_dims(op))
+                            if alike not in self.alike:
+                                self.alike[alike] = self.price(t, INPUT_LAYOUT, n)
+                            self.exact[(t, n)] = self.alike[alike]
+                            if len(self.exact) % 200 == 0:
+                                self.cat.say(f"{len(self.exact)} moves of graph inputs priced")
+                        c.moves[t] = self.exact[(t, n)]
+
+    def price(self, t: str, have: str, need: str) -> int:
+        self.cat.check()
+        nop, which, nc = self.cat.needs[need]
+        if need not in self.need_boxes:
+            self.need_boxes[need] = operand_needs(self.wl, nop, nc, which, 0)
+        self.pairs_priced += 1
+        return move_bound(self.held_of(t, have), self.need_boxes[need], self.wl.elem_bytes, self.spec,
+                          self.grain)
+
+    def held_of(self, tensor: str, label: str) -> Held:
+        """Where `tensor` is when in layout `label` (graph inputs all share the label `rows`)."""
+        key = (tensor, label)
+        if key not in self.held:
+            if tensor in self.cat.producer:
+                op, c = self.cat.origin[label]
+                self.held[key] = output_held(self.wl, op, c)
+            else:
+                self.held[key] = input_held(self.wl, tensor, self.spec)
+        return self.held[key]
+
+    def rows(self, cands: dict[str, list[Cand]], limit: float) -> list[dict[str, Any]]:
+        """Priced moves between kept layouts that a plan within `limit` could use."""
+        groups, floors, least, total = floors_of(self.cat, cands)
+        head_of = {m.name: h for h, ms in groups.items() for m in ms}
+        rows = []
+        for op in self.cat.ops:
+            if op.kind != "gemm":
+                continue
+            best_c: dict[str, dict[str, int]] = {}
+            move_lb: dict[tuple[str, str], int] = {}
+            block: dict[tuple[str, str], tuple[int, int]] = {}
+            for i, f in floors[op.name].items():
+                for t, n in cands[op.name][i].doc["needs"].items():
+                    move_lb[(t, n)] = cands[op.name][i].moves[t]
+                    block[(t, n)] = cands[op.name][i].blocks[t]
+                    best_c.setdefault(t, {})
+                    best_c[t][n] = min(best_c[t].get(n, math.inf), f)  # type: ignore[arg-type]
+            for _, t in self.cat.inputs(op):
+                if t in self.cat.producer:
+                    q = head_of[self.cat.producer[t].name]
+                    best_p: dict[str, int] = {}
+                    piece: dict[str, int] = {}  # the most a layout leaves on one tile
+                    for i, f in floors[q].items():
+                        o = cands[q][i].doc["output"]
+                        best_p[o] = min(best_p.get(o, math.inf), f)  # type: ignore[arg-type]
+                        piece[o] = cands[q][i].doc["why"]["piece"]
+                    rest = total - least[q] - least[op.name]
+                else:
+                    best_p, rest = {INPUT_LAYOUT: 0}, total - least[op.name]
+                    piece = {INPUT_LAYOUT: self.held_of(t, INPUT_LAYOUT).largest()}
+                for n, fc in best_c.get(t, {}).items():
+                    for o, fp in best_p.items():
+                        if fp + fc + rest > limit or o == n:
+                            continue
+                        cycles = self.exact.get((t, n)) if o == INPUT_LAYOUT else None
+                        if cycles is None and fp + fc - move_lb[(t, n)] + rest + move_floor(
+                                *block[(t, n)], piece[o], self.wl.elem_bytes, self.spec) > limit:
+                            continue  # even this producer's own floor rules the pair out
+                        if cycles is None:
+                            cycles = self.price(t, o, n)
+                        if fp + fc - move_lb[(t, n)] + cycles + rest <= limit:
+                            rows.append({"tensor": t, "from": o, "to": n, "cycles": cycles})
+        return rows
+
+    def greedy_own(self, cands: dict[str, list[Cand]]) -> None:
+        """Each kept GEMM candidate's own exchange re-priced by greedy horizons. Pruning keeps
+        working on load bounds (`Cand.own`), so what is kept is what bound prices keep."""
+        from ipuopt.layout.scheduled import GreedyPricer
+
+        self.pricer = GreedyPricer(self.wl, self.spec, self.grain)
+        for op in self.cat.ops:
+            for c in cands[op.name] if op.kind == "gemm" else ():
+                own = self.pricer.own(op, c.source)  # type: ignore[arg-type]
+                why = c.doc["why"]
+                why["bound"] = {"weights": why["weights"], "reduction": why["reduction"]}
+                why.update(own)
+                c.doc["exchange"] = own["weights"] + own["reduction"]  # c.own keeps the bound
+            self.cat.say(f"{op.name}: own phases scheduled ({self.pricer.phases} so far)")
+
+    def greedy_rows(self, rows: list[dict[str, Any]]) -> None:
+        """Every kept redistribution re-priced by the greedy horizon of its phase."""
+        for i, row in enumerate(rows):
+            t, have, need = row["tensor"], row["from"], row["to"]
+            source = self.cat.origin[have] if t in self.cat.producer else None
+            op, _, c = self.cat.needs[need]
+            row["cycles"] = self.pricer.move(t, source, op, c)
+            if (i + 1) % 50 == 0:
+                self.cat.say(f"{i + 1} of {len(rows)} redistributions scheduled")
+        self.scheduled = self.pricer.phases

@@ -1,0 +1,124 @@
+"""Layout selection from whatever the user names: a layout problem (file, bundled name, dict)
+or a workload to build one from, then the plan, then optionally the finalists reranked by
+their scheduled programs. The policy lives here, so `ipuopt layout` and `ipuopt.select_layouts`
+decide alike."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from ipuopt.data_files import bundled_hint, bundled_names, resolve
+from ipuopt.errors import InputError
+from ipuopt.io import read_document
+from ipuopt.layout.problem import LayoutProblem, layout_problem_from_dict
+from ipuopt.layout.solve import Plan, plan
+from ipuopt.params import Progress, SolveParams
+from ipuopt.result import Result
+from ipuopt.spec import Spec, load_spec
+from ipuopt.workloads.fragments import parse_grain
+from ipuopt.workloads.workload import Workload, load_workload, workload_from_dict
+
+RUNNERS_UP_WITHIN = 0.02  # with k > 1 plans and no `within`: room for runners-up in a built problem
+
+
+@dataclass(frozen=True)
+class BuildOptions:
+    """How a workload's layout problem is built (`ipuopt layout-problem`)."""
+
+    within: float = 0.0
+    min_utilisation: float = 0.5
+    exchange: str = "bound"
+    grain: int | str | None = None
+
+    def check(self) -> None:
+        if not 0 <= self.within <= 10:
+            raise InputError.one("", "--within", f"must be in 0..10, got {self.within}")
+        if not 0 < self.min_utilisation <= 1:
+            raise InputError.one("", "--min-utilisation", f"must be in (0, 1], got {self.min_utilisation}")
+
+
+def source_path(source: str | Path) -> Path:
+    """A layout problem's path, or a workload's, for a name or a path."""
+    path = resolve(source, "models/layouts")
+    if not path.exists() and str(source) in bundled_names("models"):
+        path = resolve(source, "models")
+    return path
+
+
+def build(workload: Workload | str | Path, spec: Spec | str, options: BuildOptions = BuildOptions(),
+          progress: Progress | None = None, check: Any = None) -> tuple[LayoutProblem, dict[str, Any]]:
+    """A workload's layout problem and its document (with `kept`: what was priced and kept)."""
+    from ipuopt.layout.build import build_problem
+
+    options.check()
+    wl = workload if isinstance(workload, Workload) else load_workload(workload)
+    sp = spec if isinstance(spec, Spec) else load_spec(spec, field="--spec")
+    cut = parse_grain(options.grain, sp)
+    problem, doc = build_problem(wl, sp, options.within, options.min_utilisation,
+                                 (lambda m: progress({"task": m})) if progress else None,
+                                 exchange=options.exchange, check=check, grain=cut)
+    problem.extra["workload"] = doc["workload"] = workload if isinstance(workload, str) else wl.name
+    return problem, doc
+
+
+def problem_of(source: LayoutProblem | dict[str, Any] | str | Path, spec: Spec | str = "gc200", k: int = 1,
+               options: BuildOptions | None = None, progress: Progress | None = None,
+               check: Any = None) -> tuple[LayoutProblem, tuple[Workload, Spec] | None]:
+    """The layout problem `source` names: a problem (object, document, file or bundled name),
+    or one built from a workload with `options` on `spec` (k > 1 plans leave room for
+    runners-up); with the workload and spec when built."""
+    built: tuple[Workload, Spec] | None = None
+    path = None if isinstance(source, LayoutProblem | dict) else source_path(source)
+    doc = source if path is None else read_document(path, bundled_hint("models/layouts", "problems") + "; "
+                                                    + bundled_hint("models", "workloads").strip())
+    if isinstance(doc, LayoutProblem):
+        problem = doc
+    elif isinstance(doc, dict) and isinstance(doc.get("operators"), list):  # a workload
+        options = options or BuildOptions()
+        if k > 1 and options.within == 0:
+            options = replace(options, within=RUNNERS_UP_WITHIN)
+        wl = workload_from_dict(doc, "(workload document)") if path is None else load_workload(path)
+        sp = spec if isinstance(spec, Spec) else load_spec(spec, field="--spec")
+        problem, _ = build(wl, sp, options, progress, check)
+        if path is not None:  # a bundled name stays a name
+            problem.extra["workload"] = str(path) if Path(source).exists() else str(source)
+        built = (wl, sp)
+    else:
+        if options is not None and (options.exchange != "bound" or options.grain is not None):
+            given = "--exchange" if options.exchange != "bound" else "--grain"
+            raise InputError.one(str(path or ""), given, "prices are chosen when a problem is built: give "
+                                                         "a workload, or use `ipuopt layout-problem`")
+        problem = layout_problem_from_dict(doc, str(path or "(layout problem document)"))
+    return problem, built
+
+
+def select(problem: LayoutProblem, solver: str = "milp", params: SolveParams | None = None, k: int = 1,
+           width: int = 64, beam: int = 64, built: tuple[Workload, Spec] | None = None,
+           rerank: tuple[str, SolveParams] | None = None, progress: Progress | None = None) -> Result[Plan]:
+    """The plan (and the k best), with `rerank` (method, params) the plans ranked by their
+    scheduled programs too (the workload and spec: `built`, or those the problem names)."""
+    result = plan(problem, solver, params, k, width, beam)
+    sol = result.solution
+    sol.kept = problem.extra.get("kept")
+    if rerank is not None and sol.choice:
+        sol.rerank = _rerank(result, problem, built, rerank, progress)
+    return result
+
+
+def _rerank(result: Result[Plan], problem: LayoutProblem, built: tuple[Workload, Spec] | None,
+            method: tuple[str, SolveParams], progress: Progress | None) -> list[dict[str, Any]]:
+    from ipuopt.layout.rerank import rerank as rerank_plans
+
+    if built is None:
+        ref = problem.extra.get("workload")
+        if not ref or not problem.extra.get("spec"):
+            raise InputError.one(problem.name, "workload", "--rerank needs the problem's workload and spec "
+                                                           "(a generated problem names both)")
+        built = (load_workload(ref), load_spec(problem.extra["spec"], field="spec"))
+    sol = result.solution
+    plans = sol.plans or [{"rank": 1, "cycles": sol.cycles, "choice": sol.choice}]
+    kept = problem.extra.get("kept") or {}
+    cut = parse_grain(kept.get("grain"), built[1], "kept.grain")
+    return rerank_plans(plans, *built, method[0], method[1], progress, cut)
