@@ -18,7 +18,7 @@ import time
 
 from ipuopt.exchange.bounds import endpoint_bound
 from ipuopt.exchange.greedy import best_greedy
-from ipuopt.exchange.instance import horizon_of
+from ipuopt.exchange.instance import Instance, horizon_of
 from ipuopt.exchange.timing import PAIRED, phase_timings
 from ipuopt.spec import load_spec
 from ipuopt.workloads.fragments import parse_grain
@@ -54,7 +54,7 @@ def main() -> None:
         base = None
         for habits in CASES.values():
             t0 = time.perf_counter()
-            starts, widths, _ = best_greedy(gp.phase, spec, timings=timings, habits=habits)
+            starts, widths, _ = best_greedy(Instance(gp.phase, spec, timings), habits=habits)
             h = horizon_of(timings, starts, widths)
             base = base or h
             cells.append(f"{h:,} ({h / base - 1:+.0%}, {time.perf_counter() - t0:.0f} s)")

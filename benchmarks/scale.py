@@ -13,7 +13,7 @@ import time
 
 from ipuopt.exchange.bounds import all_bounds, best_bound
 from ipuopt.exchange.greedy import greedy_schedule
-from ipuopt.exchange.instance import horizon_of
+from ipuopt.exchange.instance import Instance, horizon_of
 from ipuopt.exchange.random_phase import random_phase
 from ipuopt.exchange.schedule import Schedule
 from ipuopt.exchange.simulate import simulate
@@ -45,7 +45,7 @@ def main() -> None:
           f"{spec.name} (generated in {time.perf_counter() - t:.1f}s)")
     t = time.perf_counter()
     timings = phase_timings(phase, spec)
-    bounds = all_bounds(phase, spec, timings)
+    bounds = all_bounds(Instance(phase, spec, timings))
     tb = time.perf_counter() - t
     t = time.perf_counter()
     starts, widths = greedy_schedule(phase, spec, "load", timings)

@@ -21,6 +21,7 @@ from ipuopt.arena.solve import place as _place
 from ipuopt.arena.validate import validate_placement as _validate_placement
 from ipuopt.errors import InputError
 from ipuopt.exchange.bounds import all_bounds
+from ipuopt.exchange.instance import Instance
 from ipuopt.exchange.phase import Phase, Transfer, checked_phase, phase_from_dict
 from ipuopt.exchange.phase import load_phase as _load_phase
 from ipuopt.exchange.schedule import Schedule, load_schedule, schedule_from_dict
@@ -115,7 +116,7 @@ def solve(phase: PhaseLike, spec: Spec | str | None = None, solver: str | None =
 
 def bounds(phase: PhaseLike, spec: Spec | str | None = None) -> list[Bound]:
     """Every named lower bound on the phase's optimal horizon (each with where it holds)."""
-    return all_bounds(*load_phase(phase, spec))
+    return all_bounds(Instance(*load_phase(phase, spec)))
 
 
 def validate(phase: PhaseLike, spec: Spec | str | None, schedule: ScheduleLike,
@@ -193,8 +194,9 @@ def run(workload: Workload | str | Path, spec: Spec | str = "gc200", layouts: di
 
 def render_schedule(phase: PhaseLike, spec: Spec | str | None, schedule: ScheduleLike,
                     out: str | Path) -> None:
-    """A schedule's timeline to F.html (interactive) or F.png."""
-    save(out, phase_view(*load_phase(phase, spec), _schedule(schedule)))
+    """A schedule's timeline to F.html (interactive) or F.png; a `Result`'s best bound is marked."""
+    bound = schedule.bound if isinstance(schedule, Result) else None
+    save(out, phase_view(*load_phase(phase, spec), _schedule(schedule), bound))
 
 
 def render_program(run_doc: dict[str, Any], out: str | Path) -> None:

@@ -20,6 +20,7 @@ import yaml
 from ipuopt import __version__
 from ipuopt.errors import InputError, Problem
 from ipuopt.exchange.bounds import all_bounds, best_bound
+from ipuopt.exchange.instance import Instance
 from ipuopt.exchange.phase import load_phase
 from ipuopt.exchange.schedule import Schedule, load_schedule, schedule_for, schedule_from_dict
 from ipuopt.exchange.solve import solve
@@ -27,7 +28,7 @@ from ipuopt.exchange.validate import validate
 from ipuopt.export import FORMS
 from ipuopt.io import FORMATS, check_output, parse_int, read_document, write_atomic, write_document
 from ipuopt.params import DEFAULT_TIME_LIMIT, Interrupted, SolveParams, Stopped
-from ipuopt.registry import resolve
+from ipuopt.registry import method, resolve
 from ipuopt.result import Result
 from ipuopt.spec import diff_specs, load_spec, spec_names
 from ipuopt.workloads.fragments import grain_name, parse_grain
@@ -291,7 +292,7 @@ def solve_cmd(
     backend, params = _params(profile, solver, time_limit, workers, seed, param, verbose)
     _check_out(out, phase, spec, profile)
     _check_out(export, phase, spec, profile, option="--export", suffixes=tuple(FORMS))
-    params.start_clock(None if backend == "greedy" else DEFAULT_TIME_LIMIT, since=START)
+    params.start_clock(method("exchange", backend).default_limit, since=START)
     ph, sp = load_phase(phase, spec)
     if export is not None:
         from ipuopt.export import exchange_model
@@ -324,7 +325,7 @@ def bounds_cmd(phase: Annotated[Path, typer.Argument(help="Phase file or bundled
                json_out: JsonOpt = False) -> None:
     """Lower bounds on the phase's optimal horizon, each by name."""
     ph, sp = load_phase(phase, spec)
-    bounds = all_bounds(ph, sp)
+    bounds = all_bounds(Instance(ph, sp))
     best = best_bound(bounds)
     if json_out:
         print(json.dumps({"phase": ph.name, "spec": sp.name, "transfers": len(ph.transfers),
@@ -661,7 +662,7 @@ def run_cmd(
 
     backend, params = _params(profile, solver, time_limit, None, None, [])
     _check_out(out, spec, plan, profile)
-    params.start_clock(None if backend == "greedy" else DEFAULT_TIME_LIMIT, since=START)
+    params.start_clock(method("exchange", backend).default_limit, since=START)
     wl = load_workload(workload)
     sp = load_spec(spec, field="--spec")
     cut = parse_grain(grain, sp)
@@ -829,12 +830,15 @@ def render_cmd(
             raise InputError.one(str(program), "boundaries", "not a run file (ipuopt run --out)")
         view = program_view(doc)
     else:
-        ph, sp, sched = _with_schedule(phase, schedule, spec)  # type: ignore[arg-type]
+        doc = read_document(schedule)  # type: ignore[arg-type]
+        ph, sp, sched = _with_schedule(phase, schedule, spec, doc)  # type: ignore[arg-type]
         report = validate(ph, sp, sched)
         if not report.ok:
             raise InputError.one(str(schedule), "", f"breaks the rules ({report.violations[0]}); "
                                  "ipuopt validate lists every violation")
-        view = phase_view(ph, sp, sched)
+        bound = doc.get("lower_bound") if isinstance(doc, dict) else None
+        known = isinstance(bound, int) and not isinstance(bound, bool)
+        view = phase_view(ph, sp, sched, bound if known else None)
     save(out, view)
     print(f"wrote {out}: {len(view.rows)} rows, {len(view.items)} intervals")
 

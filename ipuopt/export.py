@@ -57,8 +57,8 @@ def exchange_model(phase: Any, spec: Any, form: str) -> Any:
     from ipuopt.exchange.instance import Instance
 
     inst = Instance(phase, spec)
-    upper = inst.horizon(best_greedy(phase, spec, timings=inst.timings)[:2])
-    lower = best_bound(all_bounds(phase, spec, inst.timings)).value
+    upper = inst.horizon(best_greedy(inst)[:2])
+    lower = best_bound(all_bounds(inst)).value
     if form == "cpsat":
         from ipuopt.exchange.cpsat import build_model
 

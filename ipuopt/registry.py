@@ -21,7 +21,7 @@ from typing import Any
 
 from ipuopt.errors import InputError, Problem
 from ipuopt.exchange.greedy import HABITS
-from ipuopt.params import SolveParams
+from ipuopt.params import DEFAULT_TIME_LIMIT, SolveParams
 
 PROBLEMS = ("exchange", "arena", "layout")
 KINDS = ("exact", "heuristic", "portfolio")
@@ -37,6 +37,12 @@ class Method:
     options: tuple[str, ...] = ()  # the parameters it reads by name, besides the generic ones
     runs_cpsat: bool = False  # also takes any CP-SAT parameter by its own name
     profile: str | None = None  # the profile whose settings the bare name implies
+
+    @property
+    def default_limit(self) -> float | None:
+        """Its wall-clock limit when none is given: every method has one but the exchange
+        greedy, which always ends and is the answer of last resort."""
+        return None if (self.problem, self.name) == ("exchange", "greedy") else DEFAULT_TIME_LIMIT
 
     def load(self) -> Callable[..., Any]:
         module, function = self.target.split(":")

@@ -9,7 +9,7 @@ from conftest import make_phase, make_spec
 
 from ipuopt.exchange.colour import _slots, round_colours, tile_groups
 from ipuopt.exchange.greedy import best_greedy
-from ipuopt.exchange.instance import horizon_of
+from ipuopt.exchange.instance import Instance, horizon_of
 from ipuopt.exchange.solve import solve
 from ipuopt.exchange.timing import phase_timings
 from ipuopt.params import SolveParams
@@ -84,7 +84,7 @@ def test_payloads_of_different_lengths_fall_back_to_greedy() -> None:
     timings = phase_timings(phase, spec)
     assert round_colours(timings, SolveParams.of({}), 30) is None
     r = solve(phase, spec, "colour", {"time_limit": 5})
-    greedy = best_greedy(phase, spec)
+    greedy = best_greedy(Instance(phase, spec))
     assert r.status == "fallback"
     assert r.value == horizon_of(timings, greedy[0], greedy[1])
 

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from ipuopt.exchange.bounds import all_bounds, best_bound, clique_bound
 from ipuopt.exchange.cpsat import solve_cpsat
 from ipuopt.exchange.greedy import RULES, best_greedy, greedy_schedule
+from ipuopt.exchange.instance import Instance
 from ipuopt.exchange.phase import Phase, Transfer
 from ipuopt.exchange.random_phase import random_phase
 from ipuopt.exchange.schedule import Schedule
@@ -27,9 +28,9 @@ from ipuopt.spec import Spec, load_spec, spec_from_dict
 def proven_optimum(phase: Phase, spec: Spec, time_limit: float = 30) -> int:
     """CP-SAT's proven optimum with no bound of ours as its floor (`solve` hands it the best
     bound, so a wrong bound could pass unnoticed there)."""
-    timings = phase_timings(phase, spec)
-    r = solve_cpsat(spec, timings, best_greedy(phase, spec)[:2], 0,
-                    SolveParams.of({"time_limit": time_limit, "workers": 1, "seed": 0}))
+    inst = Instance(phase, spec)
+    params = SolveParams.of({"time_limit": time_limit, "workers": 1, "seed": 0})
+    r = solve_cpsat(inst, best_greedy(inst)[:2], params)
     assert r.status == Status.OPTIMAL
     return r.value
 
@@ -62,7 +63,7 @@ def test_greedy_valid_and_bounds_below(spec: Spec, n: int, seed: int, rule: str,
                                      window=window)
     report = validate(phase, spec, Schedule(starts, widths))
     assert report.ok, report.violations
-    for b in all_bounds(phase, spec):
+    for b in all_bounds(Instance(phase, spec)):
         assert b.value <= report.horizon, b
 
 
@@ -115,7 +116,7 @@ def test_every_bound_is_below_the_proven_optimum(spec: Spec, n: int, seed: int) 
     latencies, dependencies): no bound, the clique bound included, exceeds the optimum."""
     phase = random_phase(spec, n, seed=seed, tiles=6, max_words=40, p_dep=0.2, p_addr=0.9)
     optimum = proven_optimum(phase, spec)
-    for b in all_bounds(phase, spec):
+    for b in all_bounds(Instance(phase, spec)):
         assert b.value <= optimum, b
 
 
@@ -126,7 +127,7 @@ def test_clique_bound_sees_what_single_resources_do_not() -> None:
     better = 0
     for seed in range(6):
         phase = random_phase(spec, 12, seed=seed, tiles=6, max_words=200, max_fanout=3)
-        by_name = {b.name: b.value for b in all_bounds(phase, spec)}
+        by_name = {b.name: b.value for b in all_bounds(Instance(phase, spec))}
         assert by_name["clique"] <= proven_optimum(phase, spec, 60)
         better += by_name["clique"] > max(v for k, v in by_name.items() if k != "clique")
     assert better >= 3
@@ -142,7 +143,7 @@ def test_clique_rest_counts_a_pairs_sends() -> None:
     group = [Transfer(f"g{i}", src, (8, 9, 10, 11), 100) for i, src in enumerate((2, 4, 12))]
     sends = [Transfer("s0", 0, (8,), 300), Transfer("s1", 1, (9,), 300)]
     phase = Phase("gc200", group + sends, name="pair-sends")
-    by_name = {b.name: b.value for b in all_bounds(phase, spec)}
+    by_name = {b.name: b.value for b in all_bounds(Instance(phase, spec))}
     others = max(v for k, v in by_name.items() if k != "clique")
     assert by_name["clique"] >= others + 100  # most of the second send's 150 cycles
     assert by_name["clique"] <= proven_optimum(phase, spec)

@@ -139,3 +139,20 @@ def test_pictures_from_python(tmp_path: Path) -> None:
     arena = ipuopt.load_arena("mini-mlp")
     ipuopt.render_arena(arena, ipuopt.place(arena).solution.offsets, tmp_path / "a.png")
     assert all((tmp_path / f).read_bytes()[:4] == b"\x89PNG" for f in ("run.png", "a.png"))
+
+
+def test_pictures_name_every_colour_and_mark_horizon_and_bound(tmp_path: Path) -> None:
+    """The view behind both the page and the PNG: every outline colour named, the horizon and
+    the best bound drawn as lines (a bound is known for a solved result and a written file)."""
+    import ipuopt
+
+    result = ipuopt.solve("medium", solver="cpsat", time_limit=2, workers=1, seed=0)
+    phase, spec = ipuopt.load_phase("medium")
+    view = phase_view(phase, spec, result.solution, result.bound)
+    assert {c for *_, c in view.marks} <= set(view.outlines)
+    assert [line[0] for line in view.lines] == [result.value, result.bound]
+    assert view.to_dict()["t1"] >= result.value
+    out = tmp_path / "m.json"
+    out.write_text(json.dumps(result.to_dict()))
+    r = run_cli("render", "medium", str(out), "--out", str(tmp_path / "m.png"))
+    assert r.returncode == 0 and (tmp_path / "m.png").read_bytes()[:4] == b"\x89PNG", r.stderr

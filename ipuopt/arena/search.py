@@ -37,6 +37,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ipuopt.arena.problem import Arena
+from ipuopt.params import DEFAULT_TIME_LIMIT
 from ipuopt.result import Result, Status
 
 _BIG = np.int64(1) << 62
@@ -164,7 +165,7 @@ def _plans(sh: _Shape, orders: tuple[str, ...], seed: int) -> Iterator[tuple[np.
             yield next(short)
 
 
-def search_fit(arena: Arena, capacity: int | None = None, time_limit: float = 60.0,
+def search_fit(arena: Arena, capacity: int | None = None, time_limit: float = DEFAULT_TIME_LIMIT,
                orders: tuple[str, ...] = RANKS, stop: Callable[[], bool] | None = None,
                seed: int = 0) -> Result:
     """Offsets within `capacity` (default: the arena's) honouring sizes, live ranges,

@@ -10,8 +10,9 @@ from collections import defaultdict
 from collections.abc import Callable
 
 from ipuopt.exchange.conflicts import Conflicts, held_resources
+from ipuopt.exchange.instance import Instance, successors, topological_by
 from ipuopt.exchange.phase import Phase
-from ipuopt.exchange.timing import Timing, phase_timings
+from ipuopt.exchange.timing import Timing
 from ipuopt.result import Bound
 from ipuopt.spec import Spec
 
@@ -129,24 +130,13 @@ def _dependency_heads(timings: list[Timing]) -> tuple[list[int], list[int]]:
     """A topological order of the transfers (Kahn's; phases are validated acyclic before
     bounds are computed) and each one's earliest start through its `after` chain, every
     transfer at its cheapest width."""
-    ids = {tm.transfer.id: i for i, tm in enumerate(timings)}
-    succ: list[list[int]] = [[] for _ in timings]
-    indeg = [len(tm.transfer.after) for tm in timings]
-    for i, tm in enumerate(timings):
-        for a in tm.transfer.after:
-            succ[ids[a]].append(i)
-    queue = [i for i, k in enumerate(indeg) if k == 0]
-    order: list[int] = []
+    succ, _ = successors(timings)
+    order = topological_by(timings, [0] * len(timings))
     heads = [0] * len(timings)
-    while queue:
-        i = queue.pop()
-        order.append(i)
+    for i in order:
         done = heads[i] + min(timings[i].end_offset(w) for w in timings[i].widths)
         for s in succ[i]:
             heads[s] = max(heads[s], done)
-            indeg[s] -= 1
-            if indeg[s] == 0:
-                queue.append(s)
     return order, heads
 
 
@@ -292,10 +282,9 @@ def _rest_union(timings: list[Timing], cores: dict[int, tuple[int, int]], spec: 
     return max([single, *lane.values(), *(_ceil_div(v, 2) for v in pair.values())])
 
 
-def all_bounds(phase: Phase, spec: Spec, timings: list[Timing] | None = None,
-               enough: Callable[[], bool] | None = None) -> list[Bound]:
+def all_bounds(inst: Instance, enough: Callable[[], bool] | None = None) -> list[Bound]:
     """Every named bound; the clique search, the only slow one, ends early when `enough()`."""
-    timings = timings if timings is not None else phase_timings(phase, spec)
+    phase, spec, timings = inst.phase, inst.spec, inst.timings
     return [endpoint_bound(timings, spec), pair_bound(timings, spec),
             element_bound(timings, spec), dependency_bound(timings, phase),
             clique_bound(timings, spec, enough=enough)]

@@ -31,8 +31,8 @@ from ortools.sat.python import cp_model
 from ipuopt.backends import cpsat
 from ipuopt.backends.cpsat import new_solver
 from ipuopt.exchange.conflicts import Conflicts, held_resources
-from ipuopt.exchange.greedy import greedy_schedule, topological_by
-from ipuopt.exchange.instance import Instance, Solution, horizon_of
+from ipuopt.exchange.greedy import greedy_schedule
+from ipuopt.exchange.instance import Instance, Solution, horizon_of, topological_by
 from ipuopt.exchange.timing import PAIRED, Timing
 from ipuopt.params import Progress, SolveParams, Stopped
 from ipuopt.result import Result, Status

@@ -14,7 +14,7 @@ from collections import defaultdict
 from collections.abc import Callable
 from functools import partial
 
-from ipuopt.exchange.instance import horizon_of
+from ipuopt.exchange.instance import Instance, horizon_of, successors, topological_by
 from ipuopt.exchange.phase import Phase
 from ipuopt.exchange.timing import ORDINARY, PAIRED, Timing, phase_timings
 from ipuopt.params import Stop, Stopped
@@ -79,7 +79,7 @@ def _priority_order(timings: list[Timing], spec: Spec, rule: str) -> list[int]:
     """A topological order of transfers; among ready ones the rule's priority decides."""
     ex = spec.exchange
     n = len(timings)
-    succs, indeg = _successors(timings)
+    succs, indeg = successors(timings)
     dmin = [min(tm.duration.values()) for tm in timings]
     topo = [i for i in range(n) if indeg[i] == 0]
     for i in topo:
@@ -110,32 +110,6 @@ def _priority_order(timings: list[Timing], spec: Spec, rule: str) -> list[int]:
         return (-(busiest + tail[i]), -dmin[i], i)
 
     return topological_by(timings, [key(i) for i in range(n)])
-
-
-def _successors(timings: list[Timing]) -> tuple[list[list[int]], list[int]]:
-    """Per transfer index: the indices that wait for it, and how many it waits for."""
-    index = {tm.transfer.id: i for i, tm in enumerate(timings)}
-    succs: list[list[int]] = [[] for _ in timings]
-    for i, tm in enumerate(timings):
-        for a in tm.transfer.after:
-            succs[index[a]].append(i)
-    return succs, [len(tm.transfer.after) for tm in timings]
-
-
-def topological_by(timings: list[Timing], keys: list) -> list[int]:
-    """Transfer indices in an order that respects `after`; among ready ones the least key."""
-    succs, indeg = _successors(timings)
-    ready = [(keys[i], i) for i in range(len(timings)) if indeg[i] == 0]
-    heapq.heapify(ready)
-    order: list[int] = []
-    while ready:
-        _, i = heapq.heappop(ready)
-        order.append(i)
-        for s in succs[i]:
-            indeg[s] -= 1
-            if indeg[s] == 0:
-                heapq.heappush(ready, (keys[s], s))
-    return order
 
 
 class _Lanes:
@@ -279,7 +253,7 @@ def _by_start(timings: list[Timing], spec: Spec, place, commit, bias: list[float
     moment are put side by side, so half-duplex tiles (send and receive buffers on one
     memory element) take turns instead of queueing every send of one tile first."""
     ex = spec.exchange
-    succs, indeg = _successors(timings)
+    succs, indeg = successors(timings)
     work: dict[int, int] = defaultdict(int)  # per tile: sends and receives not yet placed
     cost = [[(tm.transfer.src, ex.tx_overhead + min(tm.duration.values()))]
             + [(x, ex.rx_lead + min(tm.duration.values())) for x in tm.transfer.dst] for tm in timings]
@@ -319,8 +293,7 @@ def timed_cost(timings: list[Timing]) -> float:
     return 4e-4 * sum(1 + len(tm.arrival) for tm in timings)
 
 
-def best_greedy(phase: Phase, spec: Spec, rules: tuple[str, ...] | None = None,
-                timings: list[Timing] | None = None, stop: Stop | None = None,
+def best_greedy(inst: Instance, rules: tuple[str, ...] | None = None, stop: Stop | None = None,
                 until: float | None = None, habits: frozenset[str] = frozenset(),
                 ) -> tuple[dict[str, int], dict[str, str], str]:
     """Run the priority rules (all on phases up to 5,000 transfers), each with both width
@@ -328,7 +301,7 @@ def best_greedy(phase: Phase, spec: Spec, rules: tuple[str, ...] | None = None,
     no schedule is complete yet) and the deadline, or `until` (time.monotonic()), ends the
     search after the first schedule: there is always one to fall back on. `habits`: as
     `greedy_schedule`'s, for every rule."""
-    timings = timings if timings is not None else phase_timings(phase, spec)
+    phase, spec, timings = inst.phase, inst.spec, inst.timings
     if rules is None:
         rules = QUICK_RULES if len(timings) <= 5000 else ("load",)
     best = None

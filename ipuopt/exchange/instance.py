@@ -7,6 +7,7 @@ simulator do not: they recompute the rules from the phase, so a bug here cannot 
 
 from __future__ import annotations
 
+import heapq
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -44,3 +45,29 @@ class Instance:
 
 def horizon_of(timings: list[Timing], starts: dict[str, int], widths: dict[str, str]) -> int:
     return max((starts[tm.transfer.id] + tm.end_offset(widths[tm.transfer.id]) for tm in timings), default=0)
+
+
+def successors(timings: list[Timing]) -> tuple[list[list[int]], list[int]]:
+    """Per transfer index: the indices that wait for it, and how many it waits for."""
+    index = {tm.transfer.id: i for i, tm in enumerate(timings)}
+    succs: list[list[int]] = [[] for _ in timings]
+    for i, tm in enumerate(timings):
+        for a in tm.transfer.after:
+            succs[index[a]].append(i)
+    return succs, [len(tm.transfer.after) for tm in timings]
+
+
+def topological_by(timings: list[Timing], keys: list) -> list[int]:
+    """Transfer indices in an order that respects `after`; among ready ones the least key."""
+    succs, indeg = successors(timings)
+    ready = [(keys[i], i) for i in range(len(timings)) if indeg[i] == 0]
+    heapq.heapify(ready)
+    order: list[int] = []
+    while ready:
+        _, i = heapq.heappop(ready)
+        order.append(i)
+        for s in succs[i]:
+            indeg[s] -= 1
+            if indeg[s] == 0:
+                heapq.heappush(ready, (keys[s], s))
+    return order

@@ -19,8 +19,8 @@ import random
 import time
 
 from ipuopt.errors import InputError
-from ipuopt.exchange.greedy import greedy_schedule, timed_cost, topological_by
-from ipuopt.exchange.instance import Instance, Solution, horizon_of
+from ipuopt.exchange.greedy import greedy_schedule, timed_cost
+from ipuopt.exchange.instance import Instance, Solution, horizon_of, topological_by
 from ipuopt.exchange.timing import Timing
 from ipuopt.params import Progress, SolveParams, Stopped
 from ipuopt.result import Result, Status

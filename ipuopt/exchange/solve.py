@@ -50,11 +50,10 @@ def solve(phase: Phase, spec: Spec, backend: str = "greedy",
         tell = progress or (lambda info: None)
         tell({"stage": "greedy"})
         kept["inst"] = inst = Instance(phase, spec)
-        timings = inst.timings
         until = None if limit is None else m0 + GREEDY_SHARE * limit
         kept["habits"] = habits = frozenset(k for k in HABITS if backend == "greedy"
                                             and params.options.get(k) is True)
-        starts, widths, rule = best_greedy(phase, spec, timings=timings, stop=inner.stop, until=until,
+        starts, widths, rule = best_greedy(inst, stop=inner.stop, until=until,
                                            habits=habits)
         kept["greedy"] = greedy = Result(Status.FEASIBLE, (starts, widths), inst.horizon((starts, widths)),
                                          solver=f"greedy/{rule}")
@@ -67,7 +66,7 @@ def solve(phase: Phase, spec: Spec, backend: str = "greedy",
             return False
 
         tell({"stage": "bounds", "incumbent": greedy.value})
-        kept["bounds"] = all_bounds(phase, spec, timings, enough)
+        kept["bounds"] = all_bounds(inst, enough)
         greedy.bound = inst.bound = best_bound(kept["bounds"]).value
         if backend == "greedy" or params.stop.interrupted:
             return greedy
@@ -78,7 +77,7 @@ def solve(phase: Phase, spec: Spec, backend: str = "greedy",
     if "greedy" not in kept:
         raise Interrupted("nothing found before the interrupt")
     if "bounds" not in kept:  # interrupted in the bounds, which did not end within the grace
-        kept["bounds"] = all_bounds(phase, spec, kept["inst"].timings, lambda: True)
+        kept["bounds"] = all_bounds(kept["inst"], lambda: True)
         kept["greedy"].bound = best_bound(kept["bounds"]).value
     greedy, inst, bounds = kept["greedy"], kept["inst"], kept["bounds"]
     extra: dict[str, Any] = {"greedy_horizon": greedy.value, "greedy_rule": greedy.solver.split("/", 1)[1]}

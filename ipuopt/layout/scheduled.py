@@ -11,7 +11,7 @@ checked by the validator, so no price is below the phase's load bound.
 from __future__ import annotations
 
 from ipuopt.exchange.greedy import best_greedy
-from ipuopt.exchange.instance import horizon_of
+from ipuopt.exchange.instance import Instance, horizon_of
 from ipuopt.exchange.phase import Phase
 from ipuopt.exchange.timing import phase_timings
 from ipuopt.spec import Spec
@@ -34,7 +34,7 @@ class GreedyPricer:
             return 0
         self.phases += 1  # the greedy alone (what `solve --solver greedy` returns), without its bounds
         timings = phase_timings(phase, self.spec)
-        return horizon_of(timings, *best_greedy(phase, self.spec, timings=timings)[:2])
+        return horizon_of(timings, *best_greedy(Instance(phase, self.spec, timings))[:2])
 
     def _phase(self, op: Operator, c: Candidate, held: dict[str, list[Piece]], alloc: SpmdAllocator,
                tensors: set[str]) -> dict[str, int]:

@@ -32,6 +32,10 @@
       ctx.lineWidth = paying.has(b[0]) ? 2 : 1;
       ctx.strokeRect(x0, y0, x1 - x0, Math.max(1, y1 - y0));
       ctx.lineWidth = 1;
+      if (y1 - y0 > 13 && ctx.measureText(b[0]).width < x1 - x0 - 4) {  // the id, where it fits
+        ctx.fillStyle = "#fff"; ctx.font = "10px sans-serif";
+        ctx.fillText(b[0], x0 + 3, Math.min(y1, H - BOTTOM) - 3);
+      }
     }
     ctx.strokeStyle = "#333"; ctx.beginPath(); ctx.moveTo(LEFT, yOf(D.capacity)); ctx.lineTo(W, yOf(D.capacity)); ctx.stroke();
     ctx.fillStyle = "#333"; ctx.font = "11px sans-serif";
@@ -54,6 +58,14 @@
   }, { passive: false });
   document.getElementById("reset").addEventListener("click", () => { a0 = 0; a1 = D.top; draw(); });
   window.addEventListener("resize", () => { size(); draw(); });
+  const legend = document.getElementById("legend");
+  if (legend) {
+    legend.innerHTML = '<span><i style="background:rgba(76,120,168,0.75)"></i>buffer</span>' +
+      '<span><i style="background:rgba(114,183,178,0.5)"></i>alias</span>' +
+      '<span><i style="border:2px solid #e45756; background:none"></i>outlined: pays a conflict weight</span>' +
+      `<span><i style="background:#333; height:2px"></i>capacity ${D.capacity} bytes</span>` +
+      `<span><i style="background:#ddd; height:2px"></i>memory element boundary (${D.element} bytes)</span>`;
+  }
   size(); draw();
   if (D.boxes.length) {
     const b = D.boxes[0];

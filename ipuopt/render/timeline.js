@@ -67,6 +67,12 @@
       ctx.strokeRect(xOf(m[1]), TOP + r * rowH, Math.max(2, xOf(m[2]) - xOf(m[1])), rowH);
       ctx.lineWidth = 1;
     }
+    for (const [at, label, colour] of D.lines || []) {  // horizon, best bound, program end
+      const x = xOf(at);
+      if (x < LEFT || x > W) continue;
+      ctx.fillStyle = colour; ctx.fillRect(x, TOP, 1.5, H - TOP);
+      ctx.fillText(label, Math.min(x + 3, W - 90), TOP + 12);
+    }
     ctx.fillStyle = "#333";
     for (let k = 0; k <= 8; k++) {
       const t = t0 + (t1 - t0) * k / 8, x = xOf(t);
@@ -130,6 +136,16 @@
   for (const k in D.kinds) {
     const s = document.createElement("span");
     s.innerHTML = `<i style="background:${D.kinds[k][0]}"></i>${D.kinds[k][1]}`;
+    legend.appendChild(s);
+  }
+  for (const c in D.outlines || {}) {  // outlines and lines are named too
+    const s = document.createElement("span");
+    s.innerHTML = `<i style="border:2px solid ${c}; background:none"></i>outlined: ${D.outlines[c]}`;
+    legend.appendChild(s);
+  }
+  for (const [, label, colour] of D.lines || []) {
+    const s = document.createElement("span");
+    s.innerHTML = `<i style="background:${colour}; width:3px"></i>${label}`;
     legend.appendChild(s);
   }
   size();

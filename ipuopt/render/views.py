@@ -21,7 +21,8 @@ KINDS = {
     "receive": ("#72b7b2", "receive (ordinary)"),
     "receive-paired": ("#2e7d6e", "receive (paired)"),
 }
-CHAIN, HAZARD = "#e45756", "#b279a2"
+CHAIN, HAZARD, BOUND = "#e45756", "#b279a2", "#2ca02c"
+OUTLINES = {CHAIN: "critical chain", HAZARD: "chain step held by a memory hazard"}
 
 
 @dataclass
@@ -34,18 +35,22 @@ class View:
     refs: list[str]
     marks: list[list[Any]] = field(default_factory=list)  # [row, begin, end, colour]
     unit: str = "cycles"
+    outlines: dict[str, str] = field(default_factory=dict)  # mark colour -> what it outlines
+    lines: list[list[Any]] = field(default_factory=list)  # [time, label, colour]: horizon, bound
 
     def to_dict(self) -> dict[str, Any]:
         begin = min((it[1] for it in self.items), default=0)
         end = max((it[2] for it in self.items), default=1)
         return {"title": self.title, "subtitle": self.subtitle, "rows": self.rows, "items": self.items,
                 "kinds": {k: list(v) for k, v in self.kinds.items()}, "refs": self.refs,
-                "marks": self.marks, "unit": self.unit, "t0": min(0, begin), "t1": end}
+                "marks": self.marks, "unit": self.unit, "outlines": self.outlines, "lines": self.lines,
+                "t0": min(0, begin), "t1": max([end, *(line[0] for line in self.lines)])}
 
 
-def phase_view(phase: Phase, spec: Spec, schedule: Schedule) -> View:
+def phase_view(phase: Phase, spec: Spec, schedule: Schedule, bound: int | None = None) -> View:
     """Each tile that takes part gets a transmit and a receive row; the critical chain is
-    outlined, its memory-hazard steps in another colour."""
+    outlined, its memory-hazard steps in another colour; the horizon and the best lower bound
+    (when known) are marked."""
     sim = simulate(phase, spec, schedule)
     by_id = {t.id: t for t in phase.transfers}
     lane_uses = [u for u in resource_uses(phase, spec, schedule) if u.resource[0] in ("tx", "rx")]
@@ -84,7 +89,10 @@ def phase_view(phase: Phase, spec: Spec, schedule: Schedule) -> View:
            f"chain ({len(sim.chain)} steps; purple where a memory hazard held it). Wheel: zoom, "
            f"shift+wheel or drag: scroll")
     title = f"{phase.name or 'phase'}: {schedule.note or 'schedule'}"
-    return View(title, sub, rows, items, KINDS, refs, marks)
+    lines = [[sim.horizon, f"horizon {sim.horizon}", "#333333"]]
+    if bound is not None:
+        lines.append([bound, f"best bound {bound}", BOUND])
+    return View(title, sub, rows, items, KINDS, refs, marks, outlines=OUTLINES, lines=lines)
 
 
 def program_view(run: dict[str, Any]) -> View:
@@ -112,7 +120,9 @@ def program_view(run: dict[str, Any]) -> View:
     sub = (f"{run['workload']} on {run['spec']}: {run['total_cycles']} cycles "
            f"(compute {run['compute_cycles']}, exchange {run['exchange_cycles']}, "
            f"sync {run['sync_cycles']}); outlined: the arrival spread")
-    return View(f"program run: {run['workload']}", sub, rows, items, kinds, refs, marks)
+    return View(f"program run: {run['workload']}", sub, rows, items, kinds, refs, marks,
+                outlines={CHAIN: "arrival spread (first to last tile at the barrier)"},
+                lines=[[run["total_cycles"], f"program end {run['total_cycles']}", "#333333"]])
 
 
 def arena_boxes(arena: Arena, offsets: dict[str, int]) -> dict[str, Any]:

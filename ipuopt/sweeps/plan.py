@@ -75,8 +75,9 @@ def _solver(entry: Any, i: int, file: str) -> tuple[str, str, dict[str, Any]]:
                                  profile=entry.get("profile"), time_limit=entry.get("time_limit"),
                                  workers=entry.get("workers"), seed=entry.get("seed"), options=extra,
                                  field=f"{where}.solver")
-    except InputError as exc:
-        raise InputError([Problem(file, where, p.reason) for p in exc.problems]) from None
+    except InputError as exc:  # named by the entry (its solver when that is what is wrong)
+        raise InputError([Problem(file, p.field if p.field == f"{where}.solver" else where, p.reason)
+                          for p in exc.problems]) from None
     label = f"profile {entry['profile']}" if "profile" in entry else chosen.name
     if "time_limit" in entry:
         label += f" {entry['time_limit']:g}s"
