@@ -749,6 +749,15 @@ def place_cmd(
     seed: Annotated[int | None, typer.Option(help="Seeds the search's restarts and CP-SAT.")] = None,
     out: Annotated[Path | None, typer.Option(help="Placement JSON (or CSV with --csv).")] = None,
     export: ExportOpt = None,
+    reschedule: Annotated[bool, typer.Option(
+        "--reschedule", help="ARENA is a workload (name or file): try its activation arena's start at 4 KiB "
+                             "steps within one memory element and the conflict-aware placement, and keep "
+                             "one only if the phases, rescheduled, take fewer cycles in total.")] = False,
+    spec: Annotated[str, typer.Option(help="With --reschedule: the spec (name or file).")] = "gc200",
+    plan: PlanOpt = None,
+    grain: GrainOpt = None,
+    schedule_with: Annotated[str, typer.Option(help="With --reschedule: the exchange method that "
+                                                    "schedules every phase (greedy, auto, ...).")] = "greedy",
     json_out: JsonOpt = False,
     verbose: VerboseOpt = False,
     quiet: QuietOpt = False,
@@ -757,6 +766,10 @@ def place_cmd(
     from ipuopt.arena.problem import OBJECTIVES, load_arena, load_csv, offsets_csv
     from ipuopt.arena.solve import place
 
+    if reschedule:
+        if arena is None or csv_in is not None:
+            raise InputError.one("", "--reschedule", "give the workload (name or file) as ARENA")
+        return _reschedule(str(arena), spec, plan, grain, schedule_with, time_limit, out, json_out, quiet)
     if (arena is None) == (csv_in is None):
         raise InputError.one("", "ARENA/--csv", "give an arena file or --csv FILE --capacity BYTES")
     if objective not in OBJECTIVES:
@@ -805,6 +818,36 @@ def place_cmd(
         _interrupted("the placement" if offsets is not None else None, res.status, out)
     if offsets is None:
         raise typer.Exit(1)
+
+
+def _reschedule(workload: str, spec: str, plan: Path | None, grain: str | None, method_name: str,
+                time_limit: float, out: Path | None, json_out: bool, quiet: bool) -> None:
+    from ipuopt.workloads.phases import generate
+    from ipuopt.workloads.reschedule import reschedule
+    from ipuopt.workloads.workload import load_workload
+
+    chosen, params = resolve("exchange", method_name, time_limit=time_limit, field="--schedule-with")
+    _check_out(out, workload, spec, plan)
+    params.start_clock(since=START)
+    wl = load_workload(workload)
+    sp = load_spec(spec, field="--spec")
+    with _Progress(quiet, f"reschedule {wl.name}") as progress:
+        gen = generate(wl, sp, _plan_layouts(plan, wl, sp), parse_grain(grain, sp))
+        doc = reschedule(gen, chosen.name, params, progress=progress)
+    if out:
+        write_document(out, doc)
+    if json_out:
+        print(json.dumps(doc, indent=1))
+        return
+    print(f"arena      {doc['arena']} on {doc['spec']}: phases scheduled by {doc['method']}")
+    names = list(doc["candidates"][0]["horizons"])
+    print(f"{'placement':<26} {'conflicts':>9} {'exchange':>9}  " + "  ".join(names))
+    for c in doc["candidates"]:
+        print(f"{c['name']:<26} {c['conflicts']:>9} {c['total']:>9}  "
+              + "  ".join(f"{h:>{len(n)}}" for n, h in c["horizons"].items()))
+    print(f"kept       {doc['kept']}: {doc['before']} -> {doc['after']} cycles of exchange "
+          f"({doc['gain']:.1%} less)" if doc["after"] < doc["before"] else
+          f"kept       {doc['kept']}: no candidate made the phases shorter ({doc['before']} cycles)")
 
 
 @app.command("render")

@@ -65,7 +65,7 @@ METHODS: tuple[Method, ...] = (
        options=("milp_solver", "solver", "msg"), profile="milp"),
     _m("exchange", "lns", "heuristic", _EX + "lns:solve_lns",
        "CP-SAT re-placing a few hundred transfers at a time",
-       options=("free", "sub_time_limit"), runs_cpsat=True),
+       options=("free", "sub_time_limit", "steps"), runs_cpsat=True),
     _m("exchange", "iterated", "heuristic", _EX + "iterated:solve_iterated",
        "many greedy schedules, late ones first",
        options=("rounds",)),

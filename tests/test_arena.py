@@ -4,17 +4,22 @@ from __future__ import annotations
 
 import json
 import random
+from pathlib import Path
 
 import pytest
 from conftest import DATA, run_cli
 
 from ipuopt.arena.cpsat import grain
 from ipuopt.arena.greedy import best_fit, shift_baseline
-from ipuopt.arena.problem import Arena, Buffer, Conflict, load_csv
+from ipuopt.arena.problem import Arena, Buffer, Conflict, arena_from_dict, load_csv
 from ipuopt.arena.search import search_fit
 from ipuopt.arena.solve import place
 from ipuopt.arena.validate import validate_placement
 from ipuopt.result import Status
+from ipuopt.spec import load_spec
+from ipuopt.workloads.arena_export import arena_document
+from ipuopt.workloads.phases import generate
+from ipuopt.workloads.workload import load_workload
 
 
 def random_arena(seed: int, n: int = 6, tight: bool = True) -> Arena:
@@ -209,3 +214,24 @@ def test_auto_race_keeps_to_the_time_limit_with_a_seed() -> None:
     res = place(arena, "fit", "auto", {"time_limit": 2, "seed": 1})
     assert res.runtime < 15
     assert res.solution.offsets is None or validate_placement(arena, res.solution.offsets).ok
+
+
+def test_reschedule_keeps_a_placement_only_when_the_phases_get_shorter(tmp_path: Path) -> None:
+    """The offset search and the conflict-aware placement on a generated program: every
+    candidate's phases rescheduled; the one kept is never slower than the generator's own."""
+    out = tmp_path / "kept.json"
+    r = run_cli("place", "mini-mlp", "--reschedule", "--spec", "test64", "--grain", "64",
+                "--time-limit", "30", "--out", str(out), "--json", "--quiet")
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert doc == json.loads(out.read_text())
+    cands = {c["name"]: c for c in doc["candidates"]}
+    first = doc["candidates"][0]
+    assert first["name"].startswith("first-fit") and doc["before"] == first["total"]
+    assert any(name.startswith("start +4 KiB") for name in cands) and len(first["horizons"]) == 4
+    assert doc["after"] == cands[doc["kept"]]["total"] <= doc["before"]
+    assert doc["kept"] == first["name"] or doc["after"] < doc["before"]
+    assert doc["after"] == min(c["total"] for c in doc["candidates"])
+    gen = generate(load_workload("mini-mlp"), load_spec("test64"), grain=64)
+    arena = arena_from_dict(arena_document(gen))
+    assert validate_placement(arena, doc["offsets"]).ok

@@ -71,6 +71,9 @@ def solve_lns(inst: Instance, hint: Solution, params: SolveParams,
         progress({"stage": "lns"})
     free_n = int(options.pop("free", 200))
     sub_limit = float(options.pop("sub_time_limit", 2.0))
+    most = options.pop("steps", None)  # a fixed number of neighbourhoods: reproducible with a seed
+    if most is not None and (not isinstance(most, int) or isinstance(most, bool) or most < 0):
+        raise InputError.one("", "params.steps", f"must be a whole number >= 0, got {most!r}")
     params = params.with_(options=options)
     seed = params.seed or 0
     if free_n < 1:
@@ -111,7 +114,8 @@ def solve_lns(inst: Instance, hint: Solution, params: SolveParams,
     t0 = time.perf_counter()
     history = [(0.0, horizon)]
     steps = improved = 0
-    while time.perf_counter() - t0 < limit - 0.05 and horizon > lower and ids and not params.stop.is_set():
+    while ((time.perf_counter() - t0 < limit - 0.05) if most is None else steps < most) and horizon > lower \
+            and ids and not params.stop.is_set():
         steps += 1
         order = sorted(ids, key=lambda t: starts[t])
         order_starts = [starts[t] for t in order]
@@ -149,7 +153,7 @@ def solve_lns(inst: Instance, hint: Solution, params: SolveParams,
             if not isinstance(em.paired[t], int):
                 em.model.add_hint(em.paired[t], widths[t] == PAIRED)
         remaining = limit - (time.perf_counter() - t0)
-        solver = new_solver(params, max(0.05, min(sub_limit, remaining)))
+        solver = new_solver(params, sub_limit if most is not None else max(0.05, min(sub_limit, remaining)))
         code = cpsat.solve(em.model, solver)
         if code not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
             continue

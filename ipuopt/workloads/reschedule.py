@@ -1,0 +1,93 @@
+"""Placement judged by what it does to the schedules: the reference compiler's offset search
+(the activation arena's start moved in 4 KiB steps within one memory element) and the
+conflict-aware placement (CP-SAT, least conflict weight), each kept only when the program's
+phases, re-addressed to it and rescheduled, take fewer cycles in total than they do as the
+generator placed them. So the placement returned is never slower than the one it started from.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ipuopt.arena.problem import Arena, arena_from_dict
+from ipuopt.arena.validate import validate_placement
+from ipuopt.exchange.solve import solve
+from ipuopt.params import Interrupted, Progress, SolveParams
+from ipuopt.workloads.arena_export import arena_document, default_offsets, readdress
+from ipuopt.workloads.records import Generation
+
+STEP = 4096  # bytes: the reference compiler's offset search
+PLACE_SHARE = 0.2  # of a time limit, for the conflict-aware placement
+
+
+@dataclass
+class Candidate:
+    name: str
+    offsets: dict[str, int]
+    conflicts: int  # the placement's conflict weight (arena model)
+    horizons: dict[str, int] = field(default_factory=dict)  # phase -> scheduled horizon
+
+    @property
+    def total(self) -> int:
+        return sum(self.horizons.values())
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "total": self.total, "conflicts": self.conflicts,
+                "horizons": self.horizons}
+
+
+def shifted(arena: Arena, offsets: dict[str, int], step: int = STEP) -> list[tuple[str, dict[str, int]]]:
+    """The placement moved up by every multiple of `step` below one memory element that
+    still fits the arena (the arena's start moved; buffers keep their order and gaps)."""
+    out = []
+    for delta in range(step, arena.element_bytes, step):
+        moved = {b: o + delta for b, o in offsets.items()}
+        if validate_placement(arena, moved).ok:
+            out.append((f"start +{delta // 1024} KiB", moved))
+    return out
+
+
+def reschedule(gen: Generation, method: str = "greedy", params: SolveParams | None = None,
+               conflict_aware: bool = True, progress: Progress | None = None) -> dict[str, Any]:
+    """Every candidate placement of the generation's activation arena, its phases rescheduled
+    with `method` (each phase given an equal share of `params`' time limit per candidate);
+    the one kept and what it gained. `conflict_aware` adds CP-SAT's least-conflict placement."""
+    params = params or SolveParams()
+    tell = progress or (lambda info: None)
+    arena = arena_from_dict(arena_document(gen))
+    start = default_offsets(gen)
+    named = [("first-fit (as generated)", start), *shifted(arena, start)]
+    limit = params.time_limit
+    if conflict_aware and arena.conflicts:
+        from ipuopt.arena.solve import place
+
+        tell({"task": "conflict-aware placement"})
+        budget = params.with_(time_limit=PLACE_SHARE * limit if limit else 10.0)
+        aware = place(arena, "conflicts", "cpsat", budget)
+        if aware.solution.offsets is not None:
+            named.append(("conflict-aware (CP-SAT)", aware.solution.offsets))
+    share = None if limit is None else (1 - PLACE_SHARE) * limit / (len(named) * max(1, len(gen.phases)))
+    candidates = []
+    for i, (name, offsets) in enumerate(named):
+        tell({"task": f"candidate {i + 1}/{len(named)}: {name}"})
+        cand = Candidate(name, offsets, validate_placement(arena, offsets).conflicts)
+        for gp in gen.phases:
+            res = solve(readdress(gen, gp, offsets), gen.spec, method,
+                        params if share is None else params.with_(time_limit=share))
+            if res.interrupted:
+                break
+            cand.horizons[gp.phase.name] = res.value
+        if len(cand.horizons) < len(gen.phases):  # cut short by Ctrl-C: not comparable
+            break
+        candidates.append(cand)
+    if not candidates:
+        raise Interrupted("no placement was rescheduled whole before the interrupt")
+    before = candidates[0]
+    best = min(candidates, key=lambda c: (c.total, c is not before))
+    kept = best if best.total < before.total else before
+    return {"workload": gen.workload.name, "spec": gen.spec.name, "arena": arena.name, "method": method,
+            "before": before.total, "after": kept.total, "kept": kept.name,
+            "gain": (before.total - kept.total) / before.total if before.total else 0.0,
+            "candidates": [c.to_dict() for c in candidates], "offsets": kept.offsets,
+            **({"interrupted": True} if params.stop.interrupted else {})}
