@@ -135,7 +135,7 @@ def test_pictures_from_python(tmp_path: Path) -> None:
     schedule = ipuopt.solve(phase, spec)
     ipuopt.render_schedule(phase, spec, schedule, tmp_path / "t.html")
     assert "window.DATA" in (tmp_path / "t.html").read_text()
-    ipuopt.render_program(ipuopt.run("mini-mlp", "test64"), tmp_path / "run.png")
+    ipuopt.render_program(ipuopt.run("mini-mlp", "test64", grain="box"), tmp_path / "run.png")
     arena = ipuopt.load_arena("mini-mlp")
     ipuopt.render_arena(arena, ipuopt.place(arena).solution.offsets, tmp_path / "a.png")
     assert all((tmp_path / f).read_bytes()[:4] == b"\x89PNG" for f in ("run.png", "a.png"))
