@@ -180,8 +180,8 @@ def test_ctrl_c_in_a_sweep_keeps_the_finished_cells(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(("phase", "args"), [
-    ("gemm2-reduction", ["--solver", "auto", "--time-limit", "10"]),
-    ("gemm2-redistribution", ["--solver", "cpsat", "--time-limit", "8", "--workers", "1", "--seed", "0"]),
+    ("gemm2-reduction", ["--solver", "auto", "--time-limit", "6"]),
+    ("gemm2-redistribution", ["--solver", "cpsat", "--time-limit", "5", "--workers", "1", "--seed", "0"]),
 ])
 def test_a_time_limit_holds_for_the_whole_command(mlp: Path, tmp_path: Path, phase: str, args: list[str]
                                                   ) -> None:

@@ -168,7 +168,8 @@ def test_verbose_log_goes_to_stderr_and_json_stays_clean() -> None:
 
 
 def test_progress_lines_on_a_long_solve() -> None:
-    r = run_cli("solve", "medium", "--solver", "cpsat", "--time-limit", "6", "--json")
+    r = run_cli("solve", "medium", "--solver", "cpsat", "--time-limit", "3", "--json",
+                env={"IPUOPT_PROGRESS_AFTER": "0"})  # a line from the start, not after 2 s
     lines = [x for x in r.stderr.splitlines() if x.startswith("[")]
     assert r.returncode == 0 and len(lines) >= 1 and "solve cpsat" in lines[0]
     json.loads(r.stdout)
