@@ -56,10 +56,11 @@ def build_milp(spec: Spec, timings: list[Timing], upper: int, lower: int,
     starts: dict[str, pulp.LpVariable] = {}
     paired: dict[str, Any] = {}
     by_res: dict[tuple, list] = defaultdict(list)
+    spread = 0
     for n, tm in enumerate(timings):
         t = tm.transfer
-        last = upper - min(tm.end_offset(w) for w in tm.widths)  # the latest it may start
-        starts[t.id] = prob.add_variable(f"s{n}", lowBound=0, upBound=max(0, last),
+        latest = upper - min(tm.end_offset(w) for w in tm.widths)
+        starts[t.id] = prob.add_variable(f"s{n}", lowBound=0, upBound=max(0, latest),
                                          cat="Integer")
         two = len(tm.widths) == 2
         paired[t.id] = prob.add_variable(f"p{n}", cat="Binary") if two else (
@@ -68,6 +69,7 @@ def build_milp(spec: Spec, timings: list[Timing], upper: int, lower: int,
             act = _active(paired[t.id], w, not two)
             for occ in tm.occupancies(w, spec):
                 by_res[occ.kind, occ.key].append((t.id, w, occ.offset, occ.length, act))
+                spread = max(spread, abs(occ.offset) + occ.length)
     pairs = sum(len(v) * (len(v) - 1) // 2 for (kind, _), v in by_res.items() if kind in ("tx", "rx"))
     pairs += sum(len(v) * len(by_res.get(("wr", key), ()))
                  for (kind, key), v in by_res.items() if kind == "rd")
@@ -77,7 +79,7 @@ def build_milp(spec: Spec, timings: list[Timing], upper: int, lower: int,
     if budget is not None and needs > 0.7 * budget:
         raise TooLarge(f"{pairs} ordering pairs need about {needs:.0f} s to build, most of the "
                        f"{budget:.0f} s left; give more time or use cpsat or auto")
-    latest = {tid: int(v.upBound) for tid, v in starts.items()}
+    big_m = upper + 2 * spread + ex.format_switch + 1
     prob += horizon
     completion = {}
     for tm in timings:
@@ -104,13 +106,9 @@ def build_milp(spec: Spec, timings: list[Timing], upper: int, lower: int,
         if key not in order:
             order[key] = prob.add_variable(f"y{len(order)}", cat="Binary")
         y = order[key]
-        # each side's M is the most its left side can exceed its right one (starts lie in
-        # [0, latest]): far tighter than one M for all, so the relaxation bounds better
-        m_ij = max(0, latest[ti] + oi + li + gap - oj)
-        m_ji = max(0, latest[tj] + oj + lj + gap - oi)
-        absent = 2 - ai - aj  # > 0 when either occupancy's width is not the one chosen
-        prob.addConstraint(starts[ti] + oi + li + gap <= starts[tj] + oj + m_ij * (1 - y + absent))
-        prob.addConstraint(starts[tj] + oj + lj + gap <= starts[ti] + oi + m_ji * (y + absent))
+        slack = big_m * (2 - ai - aj)
+        prob.addConstraint(starts[ti] + oi + li + gap <= starts[tj] + oj + big_m * (1 - y) + slack)
+        prob.addConstraint(starts[tj] + oj + lj + gap <= starts[ti] + oi + big_m * y + slack)
 
     for (kind, key), items in by_res.items():
         if kind not in ("tx", "rx"):
