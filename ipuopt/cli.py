@@ -686,13 +686,17 @@ def _print_run(doc: dict[str, Any]) -> None:
     for op, label in doc["layouts"].items():
         print(f"{op:<10} {label}")
     print(f"{'phase':<26} {'transfers':>9} {'compute':>8} {'min':>8} {'spread':>7} {'last':>5} "
-          f"{'horizon':>8} {'end':>9}")
+          f"{'horizon':>8} {'bound':>8} {'end':>9}")
     for b in doc["boundaries"]:
         print(f"{b['phase']:<26} {b['transfers']:>9} {b['compute_max']:>8} {b['compute_min']:>8} "
-              f"{b['spread']:>7} {str(b['last_tile']):>5} {b['horizon']:>8} {b['end']:>9}")
+              f"{b['spread']:>7} {str(b['last_tile']):>5} {b['horizon']:>8} {b['lower_bound']:>8} "
+              f"{b['end']:>9}")
     print(f"total {doc['total_cycles']} cycles: compute {doc['compute_cycles']}, exchange "
           f"{doc['exchange_cycles']}, sync {doc['sync_cycles']} (arrival spread "
           f"{doc['arrival_spread_cycles']} within the compute)")
+    if doc.get("lower_bound") is not None:
+        print(f"bound {doc['lower_bound']} cycles for these layouts and this placement (every phase at its "
+              f"best bound), gap {_pct(doc['gap'])}")
 
 
 @app.command("layouts")

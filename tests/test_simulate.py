@@ -104,6 +104,10 @@ def test_program_replay(tmp_path: Path) -> None:
         assert b["end"] == b["exchange_start"] + b["horizon"] and b["horizon"] >= b["lower_bound"]
         prev_end = b["end"]
     assert len(doc["boundaries"]) == 4 and doc["total_cycles"] == prev_end + doc["final_compute"]
+    # the program bound: every boundary's slowest compute and sync, its phase at its best bound
+    bound = doc["final_compute"] + sum(b["compute_max"] + b["sync"] + b["lower_bound"]
+                                       for b in doc["boundaries"])
+    assert doc["lower_bound"] == bound <= doc["total_cycles"] and doc["gap"] >= 0
     assert doc["boundaries"][1]["compute_max"] > doc["boundaries"][1]["compute_min"]  # ragged grid
     (tmp_path / "plan.json").write_text(json.dumps({"status": "optimal", "choice": doc["layouts"]}))
     again = json.loads(run_cli("run", "mini-mlp", "--spec", "test64", "--plan", str(tmp_path / "plan.json"),

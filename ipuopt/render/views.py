@@ -122,7 +122,9 @@ def program_view(run: dict[str, Any]) -> View:
            f"sync {run['sync_cycles']}); outlined: the arrival spread")
     return View(f"program run: {run['workload']}", sub, rows, items, kinds, refs, marks,
                 outlines={CHAIN: "arrival spread (first to last tile at the barrier)"},
-                lines=[[run["total_cycles"], f"program end {run['total_cycles']}", "#333333"]])
+                lines=[[run["total_cycles"], f"program end {run['total_cycles']}", "#333333"],
+                       *([[run["lower_bound"], f"program bound {run['lower_bound']}", BOUND]]
+                         if run.get("lower_bound") is not None else [])])
 
 
 def arena_boxes(arena: Arena, offsets: dict[str, int]) -> dict[str, Any]:

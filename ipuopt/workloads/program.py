@@ -15,6 +15,7 @@ from typing import Any
 from ipuopt.exchange.simulate import simulate
 from ipuopt.exchange.solve import solve
 from ipuopt.params import Progress, SolveParams
+from ipuopt.result import gap
 from ipuopt.workloads.records import Generation
 
 
@@ -29,13 +30,24 @@ class ProgramRun:
     total: int = 0
     interrupted: bool = False  # Ctrl-C: the boundaries up to the one it stopped
 
+    @property
+    def lower_bound(self) -> int | None:
+        """No schedule of these phases (these layouts, this placement) ends the program sooner:
+        every boundary's slowest compute, sync and its phase's best bound, then the final
+        compute (the replay's total with each horizon replaced by its bound). None while cut
+        short by Ctrl-C."""
+        if self.interrupted:
+            return None
+        return self.total - sum(b["horizon"] - b["lower_bound"] for b in self.boundaries)
+
     def to_dict(self) -> dict[str, Any]:
         exchange = sum(b["horizon"] for b in self.boundaries)
         sync = sum(b["sync"] for b in self.boundaries)
         waiting = sum(b["spread"] for b in self.boundaries)
+        bound = self.lower_bound
         return {"workload": self.workload, "spec": self.spec, "solver": self.solver,
-                "layouts": self.layouts, "total_cycles": self.total,
-                "exchange_cycles": exchange, "sync_cycles": sync,
+                "layouts": self.layouts, "total_cycles": self.total, "lower_bound": bound,
+                "gap": gap(self.total, bound), "exchange_cycles": exchange, "sync_cycles": sync,
                 "compute_cycles": self.total - exchange - sync, "arrival_spread_cycles": waiting,
                 "final_compute": self.final_compute, "boundaries": self.boundaries,
                 **({"interrupted": True} if self.interrupted else {})}
@@ -80,7 +92,7 @@ def run_program(gen: Generation, solver: str = "greedy", params: SolveParams | d
             "compute_max": max(work.values(), default=0), "compute_min": min(work.values(), default=0),
             **{k: doc[k] for k in ("first_arrival", "last_arrival", "last_tile", "spread", "sync",
                                    "exchange_start", "horizon", "end", "after_last_arrival")},
-            "status": res.status, "lower_bound": res.bound})
+            "status": res.status, "lower_bound": res.bound, "gap_cycles": res.value - res.bound})
         now = doc["end"]
         if res.interrupted:
             run.interrupted, run.total = True, now
