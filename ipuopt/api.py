@@ -33,6 +33,7 @@ from ipuopt.exchange.validate import validate as _validate
 from ipuopt.layout.problem import LayoutProblem, layout_problem_from_dict
 from ipuopt.layout.problem import load_layout_problem as _load_layout_problem
 from ipuopt.layout.solve import Plan
+from ipuopt.params import SolveParams
 from ipuopt.registry import METHODS, Method, resolve
 from ipuopt.render.save import save
 from ipuopt.render.views import arena_boxes, phase_view, program_view
@@ -48,9 +49,9 @@ from ipuopt.workloads.workload import Workload, load_workload
 __all__ = ["Arena", "Bound", "Buffer", "Conflict", "Generation", "InputError", "LayoutProblem", "Method",
            "Phase", "Placement", "Plan", "Report", "Result", "Schedule", "Simulation", "Spec", "Status",
            "Transfer", "Workload", "bounds", "export_model", "generate", "load_arena", "load_layout_problem",
-           "load_phase", "load_schedule", "load_spec", "load_workload", "methods", "place", "render_arena",
-           "render_program", "render_schedule", "run", "select_layouts", "simulate", "solve", "sweep",
-           "sweep_report", "validate", "validate_placement"]
+           "load_phase", "load_schedule", "load_spec", "load_workload", "methods", "optimize", "place",
+           "render_arena", "render_program", "render_schedule", "run", "select_layouts", "simulate", "solve",
+           "sweep", "sweep_report", "validate", "validate_placement"]
 
 PhaseLike = Phase | dict[str, Any] | str | Path
 ArenaLike = Arena | dict[str, Any] | str | Path
@@ -190,6 +191,17 @@ def run(workload: Workload | str | Path, spec: Spec | str = "gc200", layouts: di
     chosen, params = resolve("exchange", solver, time_limit=time_limit)
     gen = generate(workload, spec, layouts, grain)
     return run_program(gen, chosen.name, params).to_dict()
+
+
+def optimize(workload: Workload | str | Path, spec: Spec | str = "gc200", *, grain: int | str | None = None,
+             k: int = 3, time_limit: float | None = None) -> dict[str, Any]:
+    """The whole program (see `ipuopt optimize`): layout plans finished with real schedules,
+    placement kept only if it shortens them, auto schedules; the run with its bound, gap,
+    baselines and finalists under `optimize`."""
+    from ipuopt.optimize import optimize as _optimize
+
+    sp = _spec(spec)
+    return _optimize(_workload(workload), sp, parse_grain(grain, sp, "grain"), k, SolveParams(time_limit))
 
 
 def render_schedule(phase: PhaseLike, spec: Spec | str | None, schedule: ScheduleLike,

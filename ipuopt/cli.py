@@ -682,6 +682,50 @@ def run_cmd(
         _interrupted(f"the program up to phase {len(doc['boundaries'])}", "feasible", out)
 
 
+@app.command("optimize")
+def optimize_cmd(
+    workload: Annotated[str, typer.Argument(help="Workload name under models/ or a file.")],
+    spec: Annotated[str, typer.Option(help="Spec name or file.")] = "gc200",
+    grain: GrainOpt = None,
+    k: Annotated[int, typer.Option("--k", help="Layout plans to finish (the model's k best), beside the "
+                                               "beam's plan.")] = 3,
+    time_limit: Annotated[float, typer.Option(help="Seconds, wall-clock, for the whole command.")
+                          ] = DEFAULT_TIME_LIMIT,
+    out: Annotated[Path | None, typer.Option(help="Write the run here (.json or .yaml; for render "
+                                                  "--program).")] = None,
+    json_out: JsonOpt = False,
+    quiet: QuietOpt = False,
+) -> None:
+    """The whole program: layout plans finished with real schedules, the placement kept only
+    if it shortens them, auto schedules; beside the compiler's way, with the program's bound."""
+    from ipuopt.optimize import optimize
+    from ipuopt.workloads.workload import load_workload
+
+    if k < 1:
+        raise InputError.one("", "--k", f"must be >= 1, got {k}")
+    params = SolveParams(time_limit)
+    _check_out(out, workload, spec)
+    params.start_clock(since=START)
+    wl = load_workload(workload)
+    sp = load_spec(spec, field="--spec")
+    cut = parse_grain(grain, sp)
+    with _Progress(quiet, f"optimize {wl.name}") as progress:
+        doc = optimize(wl, sp, cut, k, params, progress)
+    if out:
+        write_document(out, doc)
+    if json_out:
+        print(json.dumps(doc, indent=1))
+        return
+    o = doc["optimize"]
+    for name, cycles in o["baselines"].items():
+        print(f"baseline   {name}: {cycles} cycles")
+    for f in o["finalists"]:
+        print(f"finalist   {f['name']}: model {f['model_cycles']}, greedy program {f['greedy_cycles']}")
+    print(f"chosen     {o['plan']}, placement {o['placement']}, schedules {o['schedules']} "
+          f"({o['seconds']} s)")
+    _print_run(doc)
+
+
 def _print_run(doc: dict[str, Any]) -> None:
     for op, label in doc["layouts"].items():
         print(f"{op:<10} {label}")

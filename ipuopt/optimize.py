@@ -1,0 +1,100 @@
+"""The whole program: layouts, placement and schedules chosen together, against the compiler's
+own way, with the program's bound.
+
+1. Plans: the layout model's k best (exchange priced by load bounds) and the beam's plan.
+2. Baselines: the compiler as it is (the beam's plan, first-fit placement, greedy schedules)
+   and the load-bound optimum plan with greedy schedules.
+3. Finalists: every plan's program generated and replayed with greedy schedules; the best
+   is kept (both baselines are finalists, so it is never worse than either).
+4. Placement: the kept plan's arena placed again (4 KiB offsets, conflict-aware) and kept
+   only if its rescheduled phases get shorter (`workloads.reschedule`).
+5. Schedules: the kept plan and placement replayed with `auto` on every phase, never worse
+   than its greedy run (auto starts from the greedy's schedule).
+
+The bound reported is the chosen program's: every phase at its best lower bound, for these
+layouts and this placement (`ProgramRun.lower_bound`). A bound over every plan the layout
+problem admits is not computed yet.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import replace
+from typing import Any
+
+from ipuopt.params import Progress, SolveParams
+from ipuopt.spec import Spec
+from ipuopt.workloads.arena_export import readdress
+from ipuopt.workloads.gemm import GemmLayout
+from ipuopt.workloads.phases import generate
+from ipuopt.workloads.program import run_program
+from ipuopt.workloads.records import Generation
+from ipuopt.workloads.reschedule import reschedule
+from ipuopt.workloads.workload import Workload
+
+# Shares of the time limit: the layout plans, the finalists' greedy runs, the placement, auto.
+SHARES = {"plans": 0.15, "finalists": 0.25, "placement": 0.2, "schedules": 0.4}
+
+
+def readdressed(gen: Generation, offsets: dict[str, int]) -> Generation:
+    """The generation with every phase moved to another placement of its activation arena."""
+    return replace(gen, phases=[replace(gp, phase=readdress(gen, gp, offsets)) for gp in gen.phases])
+
+
+def _layouts(wl: Workload, spec: Spec, choice: dict[str, str]) -> dict[str, GemmLayout]:
+    gemms = {o.name for o in wl.operators if o.kind == "gemm"}
+    return {op: GemmLayout.parse(label, spec) for op, label in choice.items() if op in gemms}
+
+
+def optimize(wl: Workload, spec: Spec, grain: int | str | None = None, k: int = 3,
+             params: SolveParams | None = None, progress: Progress | None = None) -> dict[str, Any]:
+    """The best program found, its bound and gap, the baselines and every finalist (see the
+    module's docstring); a run document (`ipuopt run`'s) with `optimize` beside it."""
+    from ipuopt.layout.select import BuildOptions, build, select
+
+    params = params or SolveParams()
+    params.start_clock()
+    limit = params.budget()
+    tell = progress or (lambda info: None)
+    t0 = time.perf_counter()
+
+    def budget(stage: str) -> SolveParams:
+        return params.with_(time_limit=SHARES[stage] * limit)
+
+    tell({"task": "layout plans"})
+    problem, _ = build(wl, spec, BuildOptions(within=0.02 if k > 1 else 0.0, grain=grain), progress,
+                       params.stop.check)
+    plan = select(problem, "milp", budget("plans"), k)
+    sol = plan.solution
+    plans = [{"name": f"layout plan {p['rank']}", "model_cycles": p["cycles"], "choice": p["choice"]}
+             for p in (sol.plans or [{"rank": 1, "cycles": sol.cycles, "choice": sol.choice}])]
+    if sol.beam and sol.beam.get("choice"):
+        plans.append({"name": "beam plan", "model_cycles": sol.beam["cycles"], "choice": sol.beam["choice"]})
+    share = params.with_(time_limit=SHARES["finalists"] * limit / len(plans))
+    finalists = []
+    for p in plans:
+        tell({"task": f"finalist: {p['name']}"})
+        gen = generate(wl, spec, _layouts(wl, spec, p["choice"]), grain)
+        finalists.append({**p, "gen": gen, "greedy": run_program(gen, "greedy", share).to_dict()})
+    best = min(finalists, key=lambda f: f["greedy"]["total_cycles"])
+    tell({"task": f"placement of {best['name']}"})
+    placed = reschedule(best["gen"], "greedy", budget("placement"), progress=progress)
+    gen = readdressed(best["gen"], placed["offsets"])
+    tell({"task": f"schedules of {best['name']}"})
+    final = run_program(gen, "auto", budget("schedules"), progress).to_dict()
+    schedules = "auto"
+    if final.get("interrupted") or final["total_cycles"] > best["greedy"]["total_cycles"]:
+        final, schedules = best["greedy"], "greedy (auto's were not shorter)"  # never worse
+    beam = next((f for f in finalists if f["name"] == "beam plan"), finalists[0])
+    final["optimize"] = {
+        "plan": best["name"], "model_cycles": best["model_cycles"], "schedules": schedules,
+        "placement": placed["kept"] if schedules == "auto" else "first-fit (as generated)",
+        "placement_gain_cycles": placed["before"] - placed["after"],
+        "baselines": {"compiler (beam plan, first-fit, greedy)": beam["greedy"]["total_cycles"],
+                      "load-bound optimum plan, greedy": finalists[0]["greedy"]["total_cycles"]},
+        "finalists": [{"name": f["name"], "model_cycles": f["model_cycles"],
+                       "greedy_cycles": f["greedy"]["total_cycles"],
+                       "greedy_bound": f["greedy"]["lower_bound"], "choice": f["choice"]} for f in finalists],
+        "gap_by_phase": {b["phase"]: b["gap_cycles"] for b in final["boundaries"]},
+        "seconds": round(time.perf_counter() - t0, 1)}
+    return final

@@ -1,0 +1,27 @@
+"""`ipuopt optimize`: the whole program chosen with real schedules, never worse than the
+compiler's way, with its bound. (Every schedule it replays passed the validator: `solve`
+refuses to return one that does not.)"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from conftest import run_cli
+
+
+def test_optimize_beats_or_matches_both_baselines_with_its_bound(tmp_path: Path) -> None:
+    out = tmp_path / "run.json"
+    r = run_cli("optimize", "mini-mlp", "--spec", "test64", "--grain", "box", "--k", "2",
+                "--time-limit", "20", "--out", str(out), "--json", "--quiet")
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert doc == json.loads(out.read_text())
+    o = doc["optimize"]
+    assert all(doc["total_cycles"] <= cycles for cycles in o["baselines"].values())
+    assert len(o["finalists"]) == 3 and o["finalists"][-1]["name"] == "beam plan"
+    assert min(f["greedy_cycles"] for f in o["finalists"]) >= doc["total_cycles"]
+    assert doc["lower_bound"] <= doc["total_cycles"]
+    assert o["gap_by_phase"].keys() == {b["phase"] for b in doc["boundaries"]}
+    assert run_cli("render", "--program", str(out), "--out", str(tmp_path / "run.png")).returncode == 0
+    assert run_cli("optimize", "mini-mlp", "--k", "0").returncode == 2
