@@ -709,13 +709,28 @@ def optimize_cmd(
     wl = load_workload(workload)
     sp = load_spec(spec, field="--spec")
     cut = parse_grain(grain, sp)
-    with _Progress(quiet, f"optimize {wl.name}") as progress:
-        doc = optimize(wl, sp, cut, k, params, progress)
+    try:
+        with _Progress(quiet, f"optimize {wl.name}") as progress:
+            doc = optimize(wl, sp, cut, k, params, progress)
+    except Stopped:
+        if params.stop.interrupted:
+            raise Interrupted("nothing finished before the interrupt") from None
+        _err(f"error: the time limit ({time_limit:g} s) ran out while building the layout problem of "
+             f"{workload}; give more time")
+        raise typer.Exit(1) from None
     if out:
         write_document(out, doc)
+    if doc.get("interrupted"):
+        _reclaim_stdout()
     if json_out:
         print(json.dumps(doc, indent=1))
-        return
+    else:
+        _print_optimize(doc)
+    if doc.get("interrupted"):
+        _interrupted("the best program so far", "feasible", out)
+
+
+def _print_optimize(doc: dict[str, Any]) -> None:
     o = doc["optimize"]
     for name, cycles in o["baselines"].items():
         print(f"baseline   {name}: {cycles} cycles")

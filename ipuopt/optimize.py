@@ -22,7 +22,7 @@ import time
 from dataclasses import replace
 from typing import Any
 
-from ipuopt.params import Progress, SolveParams
+from ipuopt.params import Interrupted, Progress, SolveParams
 from ipuopt.spec import Spec
 from ipuopt.workloads.arena_export import readdress
 from ipuopt.workloads.gemm import GemmLayout
@@ -32,8 +32,9 @@ from ipuopt.workloads.records import Generation
 from ipuopt.workloads.reschedule import reschedule
 from ipuopt.workloads.workload import Workload
 
-# Shares of the time limit: the layout plans, the finalists' greedy runs, the placement, auto.
-SHARES = {"plans": 0.15, "finalists": 0.25, "placement": 0.2, "schedules": 0.4}
+# Shares of the time left when each stage starts (building the layout problem takes what it
+# needs first): the plans, the finalists' greedy runs, the placement, then auto has the rest.
+SHARES = {"plans": 0.15, "finalists": 0.4, "placement": 0.35, "schedules": 1.0}
 
 
 def readdressed(gen: Generation, offsets: dict[str, int]) -> Generation:
@@ -54,12 +55,11 @@ def optimize(wl: Workload, spec: Spec, grain: int | str | None = None, k: int = 
 
     params = params or SolveParams()
     params.start_clock()
-    limit = params.budget()
     tell = progress or (lambda info: None)
     t0 = time.perf_counter()
 
     def budget(stage: str) -> SolveParams:
-        return params.with_(time_limit=SHARES[stage] * limit)
+        return params.share(SHARES[stage] * params.budget())
 
     tell({"task": "layout plans"})
     problem, _ = build(wl, spec, BuildOptions(within=0.02 if k > 1 else 0.0, grain=grain), progress,
@@ -68,30 +68,48 @@ def optimize(wl: Workload, spec: Spec, grain: int | str | None = None, k: int = 
     sol = plan.solution
     plans = [{"name": f"layout plan {p['rank']}", "model_cycles": p["cycles"], "choice": p["choice"]}
              for p in (sol.plans or [{"rank": 1, "cycles": sol.cycles, "choice": sol.choice}])]
-    if sol.beam and sol.beam.get("choice"):
-        plans.append({"name": "beam plan", "model_cycles": sol.beam["cycles"], "choice": sol.beam["choice"]})
-    share = params.with_(time_limit=SHARES["finalists"] * limit / len(plans))
-    finalists = []
+    if sol.beam and sol.beam.get("choice"):  # second: both baselines come first
+        beam_plan = {"name": "beam plan", "model_cycles": sol.beam["cycles"], "choice": sol.beam["choice"]}
+        plans.insert(1, beam_plan)
+    each = SHARES["finalists"] * params.budget() / len(plans)
+    finalists: list[dict[str, Any]] = []
+    took = 0.0  # seconds of one finalist's greedy replay: what every later step costs at least
     for p in plans:
+        if finalists and params.stop.left() < 1.5 * took:  # the greedy's first schedule always runs
+            break
         tell({"task": f"finalist: {p['name']}"})
+        t1 = time.perf_counter()
         gen = generate(wl, spec, _layouts(wl, spec, p["choice"]), grain)
-        finalists.append({**p, "gen": gen, "greedy": run_program(gen, "greedy", share).to_dict()})
+        run = run_program(gen, "greedy", params.share(each)).to_dict()
+        took = max(took, time.perf_counter() - t1)
+        if run.get("interrupted"):  # a program cut short is not comparable
+            break
+        finalists.append({**p, "gen": gen, "greedy": run})
+    if not finalists:
+        raise Interrupted("no program was replayed whole before the interrupt")
     best = min(finalists, key=lambda f: f["greedy"]["total_cycles"])
-    tell({"task": f"placement of {best['name']}"})
-    placed = reschedule(best["gen"], "greedy", budget("placement"), progress=progress)
-    gen = readdressed(best["gen"], placed["offsets"])
-    tell({"task": f"schedules of {best['name']}"})
-    final = run_program(gen, "auto", budget("schedules"), progress).to_dict()
-    schedules = "auto"
-    if final.get("interrupted") or final["total_cycles"] > best["greedy"]["total_cycles"]:
-        final, schedules = best["greedy"], "greedy (auto's were not shorter)"  # never worse
-    beam = next((f for f in finalists if f["name"] == "beam plan"), finalists[0])
+    final, schedules, placed = best["greedy"], "greedy", None
+    if not params.stop.interrupted and params.stop.left() > 3 * took:  # a few candidates, then auto
+        tell({"task": f"placement of {best['name']}"})
+        try:
+            placed = reschedule(best["gen"], "greedy", budget("placement"), progress=progress)
+        except Interrupted:
+            placed = None
+    if placed is not None and not params.stop.interrupted and params.stop.left() > took:
+        tell({"task": f"schedules of {best['name']}"})
+        run = run_program(readdressed(best["gen"], placed["offsets"]), "auto", budget("schedules"),
+                          progress).to_dict()
+        if not run.get("interrupted") and run["total_cycles"] <= best["greedy"]["total_cycles"]:
+            final, schedules = run, "auto"  # else the greedy's: never worse
+    if params.stop.interrupted:
+        final = {**final, "interrupted": True}
+    beam = next((f["greedy"]["total_cycles"] for f in finalists if f["name"] == "beam plan"), None)
     final["optimize"] = {
         "plan": best["name"], "model_cycles": best["model_cycles"], "schedules": schedules,
         "placement": placed["kept"] if schedules == "auto" else "first-fit (as generated)",
-        "placement_gain_cycles": placed["before"] - placed["after"],
-        "baselines": {"compiler (beam plan, first-fit, greedy)": beam["greedy"]["total_cycles"],
-                      "load-bound optimum plan, greedy": finalists[0]["greedy"]["total_cycles"]},
+        "placement_gain_cycles": placed["before"] - placed["after"] if schedules == "auto" else 0,
+        "baselines": {"load-bound optimum plan, greedy": finalists[0]["greedy"]["total_cycles"],
+                      **({"compiler (beam plan, first-fit, greedy)": beam} if beam is not None else {})},
         "finalists": [{"name": f["name"], "model_cycles": f["model_cycles"],
                        "greedy_cycles": f["greedy"]["total_cycles"],
                        "greedy_bound": f["greedy"]["lower_bound"], "choice": f["choice"]} for f in finalists],

@@ -54,6 +54,8 @@ class Stop:
 
     def request(self) -> None:
         with self._lock:
+            if self._event.is_set():  # asked already (stops linked both ways ask each other once)
+                return
             self._event.set()
             hooks = list(self._hooks)
         for hook in hooks:
@@ -146,6 +148,18 @@ class SolveParams:
         limit = self.limit(default)
         if limit is not None:
             self.stop.until((time.monotonic() if since is None else since) + limit)
+
+    def share(self, seconds: float | None) -> SolveParams:
+        """A part of this budget for one call that arms its own clock (`solve`, `run_program`,
+        `place`): a deadline of its own, `seconds` from now and never past this one, so that
+        arming it does not move this one's; Ctrl-C reaches both ways."""
+        stop = Stop()
+        stop.deadline = self.stop.deadline
+        if seconds is not None:
+            stop.until(time.monotonic() + seconds)
+        self.stop.on_request(stop.request)
+        stop.on_request(self.stop.request)
+        return self.with_(time_limit=seconds, stop=stop)
 
     def sooner(self, seconds: float) -> SolveParams:
         """These parameters for a stage that must end `seconds` before the deadline, to leave

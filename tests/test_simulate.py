@@ -123,3 +123,21 @@ def test_solve_prints_the_critical_chain() -> None:
     assert chain[0]["end"] == doc["horizon"] and chain[-1]["held_by"] == "phase start"
     text = run_cli("solve", "tiny", "--chain").stdout
     assert "critical chain" in text and "held by" in text
+
+
+def test_a_program_time_limit_is_shared_by_every_phase() -> None:
+    """Each phase gets its share of what is left: a phase that ends early leaves its time to the
+    next ones (a phase's own clock once cut the whole program's deadline short)."""
+    import ipuopt
+    from ipuopt.params import SolveParams
+
+    doc = ipuopt.run("mini-mlp", "test64", grain="box", time_limit=4)
+    shares = [b["time_limit_s"] for b in doc["boundaries"]]
+    assert len(shares) == 4 and all(s > 0.2 for s in shares) and sum(shares) > 3, shares
+    parent = SolveParams(10)
+    parent.start_clock()
+    child = parent.share(1)
+    child.start_clock()
+    assert parent.stop.left() > 8 and child.stop.left() <= 1
+    child.stop.request()  # Ctrl-C in the child's solve reaches the parent, and back
+    assert parent.stop.interrupted

@@ -21,10 +21,12 @@ def rerank(plans: list[dict[str, Any]], wl: Workload, spec: Spec, solver: str = 
     generated at `grain`), and its rank by scheduled cycles; `agrees` says whether both
     rankings put it at the same place."""
     gemms = {o.name for o in wl.operators if o.kind == "gemm"}
+    params = SolveParams.of(params)
     out = []
-    for p in plans:
+    for p in plans:  # each program its own time limit (a clock of its own)
         layouts = {op: GemmLayout.parse(cid, spec) for op, cid in p["choice"].items() if op in gemms}
-        run = run_program(generate(wl, spec, layouts, grain), solver, params, progress).to_dict()
+        run = run_program(generate(wl, spec, layouts, grain), solver, params.share(params.time_limit),
+                          progress).to_dict()
         out.append({"rank": p["rank"], "cycles": p["cycles"], "scheduled": run["total_cycles"],
                     "compute": run["compute_cycles"], "exchange": run["exchange_cycles"],
                     "sync": run["sync_cycles"], "choice": p["choice"]})

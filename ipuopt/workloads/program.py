@@ -82,7 +82,7 @@ def run_program(gen: Generation, solver: str = "greedy", params: SolveParams | d
             progress({"task": f"run {index + 1}/{len(gen.phases)}: {gp.phase.name}"})
         left = params.stop.left()
         share = None if left is None else left * weights[index] / sum(weights[index:])
-        res = solve(gp.phase, spec, solver, params if share is None else params.with_(time_limit=share))
+        res = solve(gp.phase, spec, solver, params if share is None else params.share(share))
         sim = simulate(gp.phase, spec, res.solution,
                        {t: now + work.get(t, 0) for t in range(spec.tiles)})
         doc = sim.to_dict()
@@ -92,7 +92,8 @@ def run_program(gen: Generation, solver: str = "greedy", params: SolveParams | d
             "compute_max": max(work.values(), default=0), "compute_min": min(work.values(), default=0),
             **{k: doc[k] for k in ("first_arrival", "last_arrival", "last_tile", "spread", "sync",
                                    "exchange_start", "horizon", "end", "after_last_arrival")},
-            "status": res.status, "lower_bound": res.bound, "gap_cycles": res.value - res.bound})
+            "status": res.status, "lower_bound": res.bound, "gap_cycles": res.value - res.bound,
+            **({"time_limit_s": round(share, 3)} if share is not None else {})})
         now = doc["end"]
         if res.interrupted:
             run.interrupted, run.total = True, now

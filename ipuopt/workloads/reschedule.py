@@ -63,7 +63,7 @@ def reschedule(gen: Generation, method: str = "greedy", params: SolveParams | No
         from ipuopt.arena.solve import place
 
         tell({"task": "conflict-aware placement"})
-        budget = params.with_(time_limit=PLACE_SHARE * limit if limit else 10.0)
+        budget = params.share(PLACE_SHARE * limit if limit else 10.0)
         aware = place(arena, "conflicts", "cpsat", budget)
         if aware.solution.offsets is not None:
             named.append(("conflict-aware (CP-SAT)", aware.solution.offsets))
@@ -74,7 +74,7 @@ def reschedule(gen: Generation, method: str = "greedy", params: SolveParams | No
         cand = Candidate(name, offsets, validate_placement(arena, offsets).conflicts)
         for gp in gen.phases:
             res = solve(readdress(gen, gp, offsets), gen.spec, method,
-                        params if share is None else params.with_(time_limit=share))
+                        params if share is None else params.share(share))
             if res.interrupted:
                 break
             cand.horizons[gp.phase.name] = res.value
