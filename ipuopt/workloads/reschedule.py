@@ -70,6 +70,8 @@ def reschedule(gen: Generation, method: str = "greedy", params: SolveParams | No
     share = None if limit is None else (1 - PLACE_SHARE) * limit / (len(named) * max(1, len(gen.phases)))
     candidates = []
     for i, (name, offsets) in enumerate(named):
+        if candidates and params.stop.expired():  # out of time: the ones rescheduled so far
+            break
         tell({"task": f"candidate {i + 1}/{len(named)}: {name}"})
         cand = Candidate(name, offsets, validate_placement(arena, offsets).conflicts)
         for gp in gen.phases:
