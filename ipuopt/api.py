@@ -152,10 +152,13 @@ def place(arena: ArenaLike, objective: str = "fit", solver: str = "auto", *, tim
 def validate_placement(arena: ArenaLike, placement: Placement | Result | dict[str, int]) -> Any:
     """The placement validator's report (`.ok`, `.violations`, `.peak`, `.conflicts`) of
     offsets, a `Placement` or a `place` result."""
+    return _validate_placement(load_arena(arena), _offsets(placement))
+
+
+def _offsets(placement: Placement | Result | dict[str, int]) -> dict[str, int]:
     if isinstance(placement, Result):
         placement = placement.solution
-    offsets = placement.offsets if isinstance(placement, Placement) else placement
-    return _validate_placement(load_arena(arena), offsets or {})
+    return (placement.offsets if isinstance(placement, Placement) else placement) or {}
 
 
 def select_layouts(problem: LayoutProblem | dict[str, Any] | str | Path, solver: str = "milp", *, k: int = 1,
@@ -218,10 +221,7 @@ def render_program(run_doc: dict[str, Any], out: str | Path) -> None:
 
 def render_arena(arena: ArenaLike, placement: Placement | Result | dict[str, int], out: str | Path) -> None:
     """A placement (address against step, conflicts marked) to F.html or F.png."""
-    if isinstance(placement, Result):
-        placement = placement.solution
-    offsets = placement.offsets if isinstance(placement, Placement) else placement
-    save(out, arena_boxes(load_arena(arena), offsets or {}))
+    save(out, arena_boxes(load_arena(arena), _offsets(placement)))
 
 
 def export_model(source: PhaseLike | ArenaLike | LayoutProblem, out: str | Path, problem: str = "exchange", *,

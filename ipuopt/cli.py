@@ -227,9 +227,9 @@ def _params(profile: str | None, solver: str | None, time_limit: float | None,
 
 def _export(model: Callable[[str], Any], export: Path, json_out: bool, *inputs: Path | str | None) -> None:
     """Write the model `model(form)` builds to `export` and say what was written."""
-    from ipuopt.export import write_model
+    from ipuopt.export import form_of, write_model
 
-    done = write_model(model(FORMS[export.suffix.lower()]), export, tuple(Path(p) for p in inputs if p))
+    done = write_model(model(form_of(export)), export, tuple(Path(p) for p in inputs if p))
     if json_out:
         print(json.dumps(done, indent=1))
     else:

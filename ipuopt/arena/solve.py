@@ -59,7 +59,8 @@ class _Run:
     tell: Progress
     limit: float
     bound: int
-    live: int
+    live: int  # the most bytes live at once (at step `live_step`): no placement's peak is lower
+    live_step: int
     greedy: dict[str, int] = field(default_factory=dict)
     t0: float = field(default_factory=time.perf_counter)
     candidates: list[tuple[str, dict[str, int]]] = field(default_factory=list)
@@ -229,7 +230,7 @@ def place(arena: Arena, objective: str = "fit", solver: str = "auto",
     live, step = arena.peak_live()
     run = _Run(arena, objective, solver, params, progress or (lambda info: None),
                params.budget(),
-               {"fit": 0, "peak": live, "conflicts": 0}[objective], live)
+               {"fit": 0, "peak": live, "conflicts": 0}[objective], live, step)
     if live > arena.capacity:
         return _answer(run, Status.INFEASIBLE,
                        reason=f"at step {step} live bytes {live} exceed capacity {arena.capacity}")
@@ -250,8 +251,7 @@ def place(arena: Arena, objective: str = "fit", solver: str = "auto",
 def _answer(run: _Run, status: Status, name: str = "", offsets: dict[str, int] | None = None,
             value: int | None = None, peak: int | None = None, reason: str = "") -> Result[Placement]:
     bound = value if status == Status.OPTIMAL else run.bound
-    live, step = run.arena.peak_live()  # no placement's peak is below the bytes live at once
-    named = [Bound("live bytes", live, f"step {step}")] if run.objective == "peak" else []
+    named = [Bound("live bytes", run.live, f"step {run.live_step}")] if run.objective == "peak" else []
     return Result(status, Placement(run.arena, run.objective, offsets, peak), value, bound,
                   time.perf_counter() - run.t0, run.solver, run.info, name or run.solver, run.interrupted,
                   named, reason)
