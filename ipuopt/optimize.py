@@ -75,6 +75,10 @@ def optimize(wl: Workload, spec: Spec, grain: int | str | None = None, k: int = 
     finalists: list[dict[str, Any]] = []
     took = 0.0  # seconds of one finalist's greedy replay: what every later step costs at least
     for p in plans:
+        same = next((f for f in finalists if f["choice"] == p["choice"]), None)
+        if same is not None:  # the beam often picks the model's plan: replayed once
+            finalists.append({**p, "gen": same["gen"], "greedy": same["greedy"]})
+            continue
         if finalists and params.stop.left() < 1.5 * took:  # the greedy's first schedule always runs
             break
         tell({"task": f"finalist: {p['name']}"})

@@ -79,7 +79,7 @@ def problem_of(source: LayoutProblem | dict[str, Any] | str | Path, spec: Spec |
         options = options or BuildOptions()
         if k > 1 and options.within == 0:
             options = replace(options, within=RUNNERS_UP_WITHIN)
-        wl = workload_from_dict(doc, "(workload document)") if path is None else load_workload(path)
+        wl = workload_from_dict(doc, str(path or "(workload document)"))  # read once, above
         sp = spec if isinstance(spec, Spec) else load_spec(spec, field="--spec")
         problem, _ = build(wl, sp, options, progress, check)
         if path is not None:  # a bundled name stays a name
