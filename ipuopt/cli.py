@@ -739,6 +739,11 @@ def _print_optimize(doc: dict[str, Any]) -> None:
     print(f"chosen     {o['plan']}, placement {o['placement']}, schedules {o['schedules']} "
           f"({o['seconds']} s)")
     _print_run(doc)
+    if "program_bound" in o:
+        pb = o["program_bound"]
+        how = "proven" if pb["proven"] else f"{pb['rounds']} pricing rounds, not converged"
+        print(f"program bound {pb['value']} cycles over every plan, placement and schedule ({how}; "
+              f"{pb['moves_priced']} moves priced in {pb['seconds']} s), gap {_pct(doc['program_gap'])}")
 
 
 def _print_run(doc: dict[str, Any]) -> None:

@@ -11,9 +11,11 @@ own way, with the program's bound.
 5. Schedules: the kept plan and placement replayed with `auto` on every phase, never worse
    than its greedy run (auto starts from the greedy's schedule).
 
-The bound reported is the chosen program's: every phase at its best lower bound, for these
-layouts and this placement (`ProgramRun.lower_bound`). A bound over every plan the layout
-problem admits is not computed yet.
+Two bounds are reported: the chosen program's (`lower_bound`: every phase at its best lower
+bound, for these layouts and this placement, `ProgramRun.lower_bound`) and the program's
+(`program_bound`: no plan the layout problem admits, under any placement and any schedules,
+takes fewer cycles; `layout.program_bound`), priced after the finalists with the best of them
+as the ceiling that decides which candidates the bound's model must hold.
 """
 
 from __future__ import annotations
@@ -22,7 +24,9 @@ import time
 from dataclasses import replace
 from typing import Any
 
+from ipuopt.layout.program_bound import program_bound
 from ipuopt.params import Interrupted, Progress, SolveParams
+from ipuopt.result import gap
 from ipuopt.spec import Spec
 from ipuopt.workloads.arena_export import readdress
 from ipuopt.workloads.gemm import GemmLayout
@@ -34,7 +38,7 @@ from ipuopt.workloads.workload import Workload
 
 # Shares of the time left when each stage starts (building the layout problem takes what it
 # needs first): the plans, the finalists' greedy runs, the placement, then auto has the rest.
-SHARES = {"plans": 0.15, "finalists": 0.4, "placement": 0.35, "schedules": 1.0}
+SHARES = {"plans": 0.15, "finalists": 0.4, "bound": 0.2, "placement": 0.35, "schedules": 1.0}
 
 
 def readdressed(gen: Generation, offsets: dict[str, int]) -> Generation:
@@ -93,6 +97,11 @@ def optimize(wl: Workload, spec: Spec, grain: int | str | None = None, k: int = 
         raise Interrupted("no program was replayed whole before the interrupt")
     best = min(finalists, key=lambda f: f["greedy"]["total_cycles"])
     final, schedules, placed = best["greedy"], "greedy", None
+    bound = None
+    if not params.stop.interrupted:
+        tell({"task": "program bound"})
+        bound = program_bound(wl, spec, grain, best["greedy"]["total_cycles"], params=budget("bound"),
+                              say=lambda m: tell({"task": m}))
     if not params.stop.interrupted and params.stop.left() > 3 * took:  # a few candidates, then auto
         tell({"task": f"placement of {best['name']}"})
         try:
@@ -108,6 +117,9 @@ def optimize(wl: Workload, spec: Spec, grain: int | str | None = None, k: int = 
     if params.stop.interrupted:
         final = {**final, "interrupted": True}
     beam = next((f["greedy"]["total_cycles"] for f in finalists if f["name"] == "beam plan"), None)
+    if bound is not None:
+        final["program_bound"] = bound.value
+        final["program_gap"] = gap(final["total_cycles"], bound.value)
     final["optimize"] = {
         "plan": best["name"], "model_cycles": best["model_cycles"], "schedules": schedules,
         "placement": placed["kept"] if schedules == "auto" else "first-fit (as generated)",
@@ -118,5 +130,6 @@ def optimize(wl: Workload, spec: Spec, grain: int | str | None = None, k: int = 
                        "greedy_cycles": f["greedy"]["total_cycles"],
                        "greedy_bound": f["greedy"]["lower_bound"], "choice": f["choice"]} for f in finalists],
         "gap_by_phase": {b["phase"]: b["gap_cycles"] for b in final["boundaries"]},
+        **({"program_bound": bound.to_dict()} if bound is not None else {}),
         "seconds": round(time.perf_counter() - t0, 1)}
     return final

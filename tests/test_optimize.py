@@ -22,6 +22,9 @@ def test_optimize_beats_or_matches_both_baselines_with_its_bound(tmp_path: Path)
     assert len(o["finalists"]) == 3 and o["finalists"][1]["name"] == "beam plan" and len(o["baselines"]) == 2
     assert min(f["greedy_cycles"] for f in o["finalists"]) >= doc["total_cycles"]
     assert doc["lower_bound"] <= doc["total_cycles"]
+    # over every plan: at most the chosen plan's own (placement-free parts of its bounds)
+    assert 0 < doc["program_bound"] <= doc["lower_bound"]
+    assert o["program_bound"]["value"] == doc["program_bound"]
     assert o["gap_by_phase"].keys() == {b["phase"] for b in doc["boundaries"]}
     assert run_cli("render", "--program", str(out), "--out", str(tmp_path / "run.png")).returncode == 0
     assert run_cli("optimize", "mini-mlp", "--k", "0").returncode == 2

@@ -85,9 +85,17 @@ class Lanes:
 
 def move_bound(held: Held, needs: list[Need], elem: int, spec: Spec, grain: Grain = None) -> int:
     """Load bound of the phase that routes `needs` from `held` (as `ipuopt gen` would at
-    `grain`): every (need, piece) overlap at once, a block of needs at a time."""
+    `grain`)."""
+    return move_lanes(held, needs, elem, spec, grain).bound()
+
+
+def move_lanes(held: Held, needs: list[Need], elem: int, spec: Spec, grain: Grain = None,
+               lanes: Lanes | None = None) -> Lanes:
+    """The lane work of routing `needs` from `held`, added to `lanes` (a phase moving several
+    tensors loads the same lanes): every (need, piece) overlap at once, a block of needs at
+    a time."""
     ex = spec.exchange
-    lanes = Lanes(spec)
+    lanes = lanes or Lanes(spec)
     block = max(1, 2_000_000 // max(1, len(held.tiles)))
     for first in range(0, len(needs), block):
         part = needs[first:first + block]
@@ -116,7 +124,7 @@ def move_bound(held: Held, needs: list[Need], elem: int, spec: Spec, grain: Grai
         np.add.at(lanes.rx, tiles, per_need[owner])
         back = inside & sent  # a holder that needs the block does not receive its own piece
         np.add.at(lanes.rx, src[back], -rx_work[back])
-    return lanes.bound()
+    return lanes
 
 
 def move_floor(block_elems: int, tiles: int, held_elems: int, elem: int, spec: Spec) -> int:

@@ -1,0 +1,429 @@
+"""A lower bound on a program's cycles over every plan its layout problem admits.
+
+The replayed program (`workloads.program`) is, boundary by boundary, the slowest tile's
+compute, `sync_cycles`, then the exchange phase's horizon, and the compute after the last
+phase. Every plan's terms have bounds that hold under any placement:
+
+- compute: a GEMM's multiply, its reduce-add (P > 1) and an elementwise operator's pass are
+  functions of the candidates (`gemm.price`); a boundary's slowest tile computes at least the
+  largest step before it (the steps run on the same tiles one after the other);
+- a GEMM's input phase carries its moved operands and its weight broadcast at once: its
+  horizon is at least the largest of their load bounds (`layout.pricing`: cheapest width,
+  shortest route, no memory element; a phase takes at least as long as any subset of its
+  transfers), not their sum as the layout model counts them;
+- its reduction phase (P > 1): its load bound.
+
+Minimising that over plans is a small CP-SAT model (one-hot choice, the layout problem's
+memory rows, one variable per boundary and per moved operand). A move between two
+activation layouts is priced lazily: at first every move counts its floor
+(`pricing.move_floor`, valid whatever the producer), then the moves of the model's best plan
+are priced exactly and the model solved again, until that plan's moves are all priced.
+
+Candidates: a plan's terms split into one floor per GEMM (`_floor`), so a candidate whose
+floor plus every other GEMM's least exceeds `upper` (a program already found) cannot be in a
+plan below it and is left out of the model; the least such sum over what was left out
+(`outside`) still bounds those plans, and the bound is the smaller of it and the model's.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from ortools.sat.python import cp_model
+
+from ipuopt.backends import cpsat
+from ipuopt.errors import InputError
+from ipuopt.layout.candidates import INPUT_LAYOUT, Cand, Catalogue
+from ipuopt.layout.moves import Moves
+from ipuopt.layout.pricing import Held, Lanes, move_lanes
+from ipuopt.params import SolveParams, Stopped
+from ipuopt.spec import Spec
+from ipuopt.workloads.fragments import Grain, grain_name
+from ipuopt.workloads.gemm import PARTIAL_BYTES
+from ipuopt.workloads.geometry import operand_needs, weight_home
+from ipuopt.workloads.workload import Operator, Workload
+
+MAX_CANDIDATES = 4000  # per GEMM in the model; the rest are bounded by `outside`
+
+
+@dataclass
+class ProgramBound:
+    value: int  # no plan's program (any placement, any schedules) takes fewer cycles
+    model: int  # the model's bound over the candidates it holds
+    outside: int | None  # the least floor of a plan with a candidate left out (None: none)
+    proven: bool  # the model was solved to optimality
+    plan: dict[str, str]  # the plan at the model's best
+    terms: list[dict[str, Any]]  # that plan's boundaries: compute, sync, exchange bound
+    candidates: dict[str, int]  # per GEMM: held in the model / enumerated
+    enumerated: dict[str, int]
+    moves_priced: int = 0
+    rounds: int = 0
+    grain: Grain = None
+    seconds: float = 0.0
+    notes: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"value": self.value, "model": self.model, "outside": self.outside,
+                "proven": self.proven, "plan": self.plan, "terms": self.terms,
+                "candidates": self.candidates, "enumerated": self.enumerated,
+                "moves_priced": self.moves_priced, "rounds": self.rounds,
+                "grain": grain_name(self.grain), "seconds": round(self.seconds, 1),
+                "rule": ("every plan of candidates using at least the layout problem's share of "
+                         "the tiles, any placement, any schedules: per boundary the largest "
+                         "compute step, sync_cycles, and the largest load bound of the phase's "
+                         "parts"), **({"notes": self.notes} if self.notes else {})}
+
+
+@dataclass(frozen=True)
+class _Terms:
+    """A candidate's own figures: compute steps and load bounds of its own phases."""
+
+    multiply: int
+    reduce: int  # reduce-add of the partials (0 with P = 1)
+    weights: int  # load bound of the weight broadcast (part of the input phase)
+    reduction: int  # load bound of the reduction phase (0 with P = 1)
+    parts: int
+    elementwise: int  # one elementwise pass over the output where the candidate leaves it
+
+    @property
+    def last(self) -> int:
+        """The compute step that opens the boundary after the candidate's phases."""
+        return self.reduce if self.parts > 1 else self.multiply
+
+
+def _terms(cat: Catalogue, op: Operator, c: Cand) -> _Terms:
+    why = c.doc["why"]
+    rate = cat.spec.compute["elementwise_bytes_per_cycle"]
+    passes = math.ceil(why["piece"] * cat.wl.elem_bytes / rate)  # as an elementwise candidate's
+    if op.kind != "gemm":
+        return _Terms(0, 0, 0, 0, 1, passes)
+    parts = c.source.layout.parts  # type: ignore[union-attr]
+    reduce = math.ceil((parts - 1) * why["piece"] * PARTIAL_BYTES / rate) if parts > 1 else 0
+    return _Terms(c.doc["compute"] - reduce, reduce, why["weights"], why["reduction"], parts, passes)
+
+
+class _Program:
+    """The workload's GEMMs and where each one's outputs and followers sit."""
+
+    def __init__(self, cat: Catalogue) -> None:
+        self.cat = cat
+        self.head: dict[str, str] = {}  # operator -> the GEMM (or graph-input reader) whose layout it keeps
+        self.followers: dict[str, list[Operator]] = {}
+        for op in cat.ops:
+            src = cat.producer.get(op.inputs[0].tensor)
+            h = self.head[src.name] if op.kind == "elementwise" and src is not None else op.name
+            self.head[op.name] = h
+            self.followers.setdefault(h, [])
+            if h != op.name:
+                self.followers[h].append(op)
+        self.heads = [op for op in cat.ops if self.head[op.name] == op.name]
+        self.gemms = [op for op in self.heads if op.kind == "gemm"]
+        self.step = {op.name: k for k, op in enumerate(cat.ops)}
+        # the last step at which each operator's output is read (its own when nobody reads it)
+        self.last_read = {op.name: max((self.step[c] for c in cat.wl.consumers.get(op.out.tensor, [])),
+                                       default=self.step[op.name]) for op in cat.ops}
+
+    def layout_of(self, tensor: str) -> str | None:
+        """The head whose candidate's output label is `tensor`'s layout (None: a graph input)."""
+        src = self.cat.producer.get(tensor)
+        return None if src is None else self.head[src.name]
+
+
+def program_bound(wl: Workload, spec: Spec, grain: Grain = None, upper: int | None = None,
+                  min_utilisation: float = 0.5, params: SolveParams | None = None,
+                  fixed: dict[str, str] | None = None, say: Any = None,
+                  catalogue: Catalogue | None = None) -> ProgramBound:
+    """The bound (see the module's docstring). `fixed` (operator -> candidate id) bounds one
+    plan instead: what the tests compare with that plan's program. `catalogue`: the
+    workload's candidates from an earlier call (same spec, grain and share of tiles)."""
+    t0 = time.perf_counter()
+    params = params or SolveParams()
+    params.start_clock()
+    say = say or (lambda _m: None)
+    cat = catalogue or Catalogue(wl, spec, min_utilisation, grain, say, params.stop.check)
+    prog = _Program(cat)
+    moves = Moves(cat)
+    moves.refresh(cat.cands, exact=False)  # floors valid whatever any producer leaves
+    sync = spec.exchange.sync_cycles
+    terms = {op.name: [_terms(cat, op, c) for c in cat.cands[op.name]]
+             for op in prog.heads}
+    floors = {op.name: [_floor(t, c, sync) for t, c in zip(terms[op.name], cat.cands[op.name], strict=True)]
+              for op in prog.gemms}
+    chosen: dict[str, list[int]] = {}
+    outside: int | None = None
+    least = {g: min(f) for g, f in floors.items()}
+    total = sum(least.values())
+    for op in prog.heads:
+        n = len(cat.cands[op.name])
+        if fixed is not None:
+            ids = [c.doc["id"] for c in cat.cands[op.name]]
+            if op.name in fixed:
+                if fixed[op.name] not in ids:
+                    raise InputError.one("", op.name, f"no candidate {fixed[op.name]!r} of at least "
+                                                      f"{min_utilisation:.0%} of the tiles")
+                chosen[op.name] = [ids.index(fixed[op.name])]
+                continue
+        if op.name not in floors:
+            chosen[op.name] = list(range(n))
+            continue
+        rest = total - least[op.name]
+        order = sorted(range(n), key=lambda i: (floors[op.name][i], i))
+        keep = [i for i in order if upper is None or floors[op.name][i] + rest <= upper][:MAX_CANDIDATES]
+        chosen[op.name] = keep
+        if fixed is None and len(keep) < n:
+            first_out = min(floors[op.name][i] for i in set(range(n)) - set(keep)) + rest
+            outside = first_out if outside is None else min(outside, first_out)
+    held = {g: [cat.cands[g][i] for i in idx] for g, idx in chosen.items()}
+    moves.refresh({op.name: held.get(prog.head[op.name], []) if op.kind == "elementwise" else held[op.name]
+                   for op in cat.ops}, exact=False)  # floors of producers held in the model
+    model = _BoundModel(cat, prog, held, {g: [terms[g][i] for i in idx] for g, idx in chosen.items()}, sync)
+    best, proven, rounds, plan, converged = 0, False, 0, {}, False
+    while not params.stop.is_set():
+        rounds += 1
+        bound, proven, found = model.solve(params)
+        best = max(best, bound)
+        plan = found or plan
+        unpriced = model.unpriced(found) if found else []
+        if not unpriced:
+            converged = proven
+            break
+        try:
+            for key in unpriced:
+                if isinstance(key[1], int):
+                    model.phases[key] = _phase_price(moves, model, *key)
+                else:
+                    model.prices[key] = moves.price(*key)
+        except Stopped:  # the bound so far holds: prices only ever raise it
+            break
+        say(f"program bound: round {rounds}, {best} cycles; "
+            f"{len(model.prices) + len(model.phases)} moves and phases priced")
+    if best == math.inf and outside is None:
+        raise InputError.one(wl.source, "", f"no plan fits {spec.name}'s memory")
+    value = int(min(best, outside if outside is not None else math.inf))
+    return ProgramBound(value, best, outside, converged and (outside is None or outside >= best),
+                        {g: held[g][i].doc["id"] for g, i in plan.items()},
+                        model.split(plan) if plan else [], {g: len(held[g]) for g in floors},
+                        {g: len(cat.cands[g]) for g in floors}, len(model.prices) + len(model.phases),
+                        rounds, grain, time.perf_counter() - t0)
+
+
+def _phase_price(moves: Moves, model: _BoundModel, g: str, i: int,
+                 haves: tuple[tuple[str, str], ...]) -> int:
+    """Load bound of GEMM `g`'s input phase with candidate `i`, its activations coming from
+    the producers' layouts `haves`: the weight broadcast and every move on the same lanes."""
+    cat = moves.cat
+    wl, spec, grain = cat.wl, cat.spec, cat.grain
+    op = next(o for o in cat.ops if o.name == g)
+    c = model.held[g][i].source
+    assert c is not None
+    lanes = Lanes(spec)
+    if wl.tensors[op.inputs[1].tensor].weight:
+        home = Held.of([(p.tile, p.box) for p in weight_home(wl, op, c, 0)])
+        move_lanes(home, operand_needs(wl, op, c, 1, 0), wl.elem_bytes, spec, grain, lanes)
+    have = {t: INPUT_LAYOUT for _, t in cat.inputs(op)}
+    for h, label in haves:
+        for _, t in cat.inputs(op):
+            if model.prog.layout_of(t) == h:
+                have[t] = label
+    for which, t in cat.inputs(op):
+        if have[t] != model.held[g][i].doc["needs"][t]:
+            move_lanes(moves.held_of(t, have[t]), operand_needs(wl, op, c, which, 0), wl.elem_bytes,
+                       spec, grain, lanes)
+    return lanes.bound()
+
+
+def _floor(t: _Terms, c: Cand, sync: int) -> int:
+    """What a GEMM candidate adds to any program at least: its input phase (sync and the
+    largest of its weight broadcast and each operand's move floor), its compute, and its
+    reduction phase with its sync."""
+    phase = max([t.weights, *c.moves.values()])
+    return sync + phase + t.multiply + t.reduce + ((sync + t.reduction) if t.parts > 1 else 0)
+
+
+@dataclass
+class _Boundary:
+    """One boundary of every plan: the phase (\'\' after the last), and what its compute, its
+    sync and its exchange are at least, as (head, value per held candidate) items; `moves`
+    are its moved operands (producer head or None for a graph input, consumer GEMM, tensor)."""
+
+    phase: str
+    gemm: str | None  # whose input or reduction phase it is
+    compute: list[tuple[str, list[int]]]
+    sync: list[tuple[str, list[int]]]
+    exchange: list[tuple[str, list[int]]] = field(default_factory=list)
+    moves: list[tuple[str | None, str, str]] = field(default_factory=list)
+
+
+class _BoundModel:
+    """The CP-SAT model over the held candidates, rebuilt as moves get priced."""
+
+    def __init__(self, cat: Catalogue, prog: _Program, held: dict[str, list[Cand]],
+                 terms: dict[str, list[_Terms]], sync: int) -> None:
+        self.cat, self.prog, self.held, self.terms = cat, prog, held, terms
+        self.prices: dict[tuple[str, str, str], int] = {}  # (tensor, have, need) -> a move's
+        # load bound; (GEMM, candidate, ((producer head, its output label), ...)) -> the input
+        # phase's, all its parts on the same lanes
+        self.phases: dict[tuple[str, int, tuple[tuple[str, str], ...]], int] = {}
+        self.boundaries = self._walk(sync)
+
+    def phase_key(self, b: _Boundary, plan: dict[str, int]) -> tuple[str, int, tuple[tuple[str, str], ...]]:
+        g = b.gemm
+        assert g is not None
+        return g, plan[g], tuple((src, self._have(src, plan)) for src, _, _ in b.moves if src is not None)
+
+    def _walk(self, sync: int) -> list[_Boundary]:
+        out: list[_Boundary] = []
+        group: list[tuple[str, list[int]]] = []  # compute steps since the last phase
+        terms = self.terms
+        for op in self.cat.ops:
+            h = self.prog.head[op.name]
+            if op.kind != "gemm":
+                group.append((h, [tm.elementwise for tm in terms[h]]))
+                continue
+            g, ts = op.name, terms[op.name]
+            reading_input = any(self.cat.wl.tensors[v.tensor].input for v in op.inputs)
+            b = _Boundary(f"{g}-{'input' if reading_input else 'redistribution'}", g, group,
+                          [(g, [sync] * len(ts))], [(g, [tm.weights for tm in ts])])
+            b.moves = [(self.prog.layout_of(t), g, t) for _, t in self.cat.inputs(op)]
+            out.append(b)
+            if any(tm.parts > 1 for tm in ts):
+                out.append(_Boundary(f"{g}-reduction", None,
+                                     [(g, [tm.multiply if tm.parts > 1 else 0 for tm in ts])],
+                                     [(g, [sync if tm.parts > 1 else 0 for tm in ts])],
+                                     [(g, [tm.reduction for tm in ts])]))
+            group = [(g, [tm.last for tm in ts])]
+        out.append(_Boundary("", None, group, []))
+        return out
+
+    def _have(self, src: str | None, plan: dict[str, int]) -> str:
+        return INPUT_LAYOUT if src is None else self.held[src][plan[src]].doc["output"]
+
+    def _price(self, t: str, have: str, c: Cand) -> int:
+        """A move's exact load bound once priced, its floor until then."""
+        need = c.doc["needs"][t]
+        return 0 if have == need else self.prices.get((t, have, need), c.moves[t])
+
+    def unpriced(self, plan: dict[str, int]) -> list[tuple]:
+        """The input phases of `plan` and the moves in them not priced yet."""
+        out: list[tuple] = [self.phase_key(b, plan) for b in self.boundaries
+                            if b.moves and self.phase_key(b, plan) not in self.phases]
+        for b in self.boundaries:
+            for src, g, t in b.moves:
+                key = (t, self._have(src, plan), self.held[g][plan[g]].doc["needs"][t])
+                if key[1] != key[2] and key not in self.prices:
+                    out.append(key)
+        return out
+
+    def split(self, plan: dict[str, int]) -> list[dict[str, Any]]:
+        """The plan's boundaries as the model counts them."""
+        def at(items: list[tuple[str, list[int]]]) -> int:
+            return max((v[plan[h]] for h, v in items), default=0)
+
+        def moved(src: str | None, g: str, t: str) -> int:
+            return self._price(t, self._have(src, plan), self.held[g][plan[g]])
+
+        def phase(b: _Boundary) -> int:
+            return self.phases.get(self.phase_key(b, plan), 0) if b.moves else 0
+
+        return [{"phase": b.phase or "(final compute)", "compute": at(b.compute), "sync": at(b.sync),
+                 "exchange": max([at(b.exchange), phase(b), *(moved(*mv) for mv in b.moves)])}
+                for b in self.boundaries if not b.phase or at(b.sync)]
+
+    def solve(self, params: SolveParams) -> tuple[int, bool, dict[str, int]]:
+        """The model's bound, whether proven optimal, and its best plan ({} when none fits)."""
+        m = cp_model.CpModel()
+        x = {h: [m.new_bool_var(f"x_{h}_{i}") for i in range(len(cs))] for h, cs in self.held.items()}
+        for xs in x.values():
+            m.add_exactly_one(xs)
+        self._memory(m, x)
+        labels: dict[tuple[str, str], Any] = {}
+
+        def chosen(h: str, value: Any, key: str) -> Any:
+            """A literal: the head's candidate has this `key` (output or need label)."""
+            if (h, value) not in labels:
+                lit = labels[(h, value)] = m.new_bool_var("")
+                m.add(lit == sum(v for v, c in zip(x[h], self.held[h], strict=True)
+                                 if key_of(c, key) == value))
+            return labels[(h, value)]
+
+        def expr(h: str, values: list[int]) -> Any:
+            return sum(v * lit for v, lit in zip(values, x[h], strict=True) if v)
+
+        def largest(items: list[Any], top: int) -> Any:
+            if len(items) == 1:
+                return items[0]
+            var = m.new_int_var(0, top, "")
+            for e in items:
+                m.add(var >= e)
+            return var
+
+        objective = []
+        for b in self.boundaries:
+            tops = [max(v, default=0) for _, v in b.compute]
+            objective.append(largest([expr(h, v) for h, v in b.compute] or [0], max(tops, default=0)))
+            objective.extend(expr(h, v) for h, v in b.sync)
+            items = [expr(h, v) for h, v in b.exchange]
+            top = max((max(v, default=0) for _, v in b.exchange), default=0)
+            for src, g, t in b.moves:
+                if src is None:
+                    values = [self._price(t, INPUT_LAYOUT, c) for c in self.held[g]]
+                    items.append(expr(g, values))
+                    top = max(top, *values)
+                    continue
+                outs = {c.doc["output"] for c in self.held[src]}
+                needs = {c.doc["needs"][t] for c in self.held[g]}
+                priced = [(k, v) for k, v in self.prices.items()
+                          if k[0] == t and k[1] in outs and k[2] in needs]
+                top_m = max([*(c.moves[t] for c in self.held[g]), *(v for _, v in priced)])
+                move = m.new_int_var(0, top_m, "")
+                m.add(move >= expr(g, [c.moves[t] for c in self.held[g]]))
+                for (_, have, need), cycles in priced:
+                    m.add(move >= cycles).only_enforce_if([chosen(src, have, "output"), chosen(g, need, t)])
+                items.append(move)
+                top = max(top, top_m)
+            cuts = [(key, v) for key, v in self.phases.items() if key[0] == b.gemm and b.moves]
+            if cuts:
+                top = max(top, *(v for _, v in cuts))
+                var = m.new_int_var(0, top, "")
+                for e in items:
+                    m.add(var >= e)
+                for (g, i, haves), v in cuts:
+                    m.add(var >= v).only_enforce_if([x[g][i], *(chosen(h, a, "output") for h, a in haves)])
+                items = [var]
+            objective.append(largest(items or [0], top))
+        m.minimize(sum(objective))
+        solver = cpsat.new_solver(params)
+        code = cpsat.solve(m, solver)
+        if code == cp_model.INFEASIBLE:
+            return math.inf, True, {}  # type: ignore[return-value]
+        bound = int(math.ceil(solver.best_objective_bound - 1e-6))
+        if code not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+            return bound, False, {}
+        plan = {h: next(i for i, v in enumerate(xs) if solver.boolean_value(v)) for h, xs in x.items()}
+        return bound, code == cp_model.OPTIMAL, plan
+
+    def _memory(self, m: cp_model.CpModel, x: dict[str, list[Any]]) -> None:
+        """At each step the running operator's bytes and every output still to be read fit
+        each region (the layout problem's memory rows, in head candidates)."""
+        prog = self.prog
+        capacity = {r.name: r.size for r in self.cat.spec.regions}
+        for k, op in enumerate(self.cat.ops):
+            h = prog.head[op.name]
+            parts = [(h, "memory" if h == op.name else "holds")]
+            parts += [(prog.head[p.name], "holds") for p in self.cat.ops[:k] if prog.last_read[p.name] >= k]
+            rows: dict[str, list[Any]] = {}
+            for h, field_ in parts:
+                for v, c in zip(x[h], self.held[h], strict=True):
+                    for r, nbytes in c.doc[field_].items():
+                        if nbytes:
+                            rows.setdefault(r, []).append(nbytes * v)
+            for r, terms in rows.items():
+                m.add(sum(terms) <= capacity[r])
+
+
+def key_of(c: Cand, key: str) -> str:
+    """A candidate's output label (`key` "output") or the label it needs input `key` in."""
+    return c.doc["output"] if key == "output" else c.doc["needs"][key]
