@@ -712,12 +712,8 @@ def optimize_cmd(
     try:
         with _Progress(quiet, f"optimize {wl.name}") as progress:
             doc = optimize(wl, sp, cut, k, params, progress)
-    except Stopped:
-        if params.stop.interrupted:
-            raise Interrupted("nothing finished before the interrupt") from None
-        _err(f"error: the time limit ({time_limit:g} s) ran out while building the layout problem of "
-             f"{workload}; give more time")
-        raise typer.Exit(1) from None
+    except Stopped:  # only Ctrl-C gets here: a short time limit returns the baseline
+        raise Interrupted("nothing finished before the interrupt") from None
     if out:
         write_document(out, doc)
     if doc.get("interrupted"):
@@ -728,6 +724,10 @@ def optimize_cmd(
         _print_optimize(doc)
     if doc.get("interrupted"):
         _interrupted("the best program so far", "feasible", out)
+    if doc["optimize"].get("fallback"):
+        _err(f"error: --time-limit: {time_limit:g} s is too short to optimize {wl.name} "
+             f"({doc['optimize']['fallback']}); the compiler's program is returned instead")
+        raise typer.Exit(2)
 
 
 def _print_optimize(doc: dict[str, Any]) -> None:

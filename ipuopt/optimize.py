@@ -25,7 +25,7 @@ from dataclasses import replace
 from typing import Any
 
 from ipuopt.layout.program_bound import program_bound
-from ipuopt.params import Interrupted, Progress, SolveParams
+from ipuopt.params import Interrupted, Progress, SolveParams, Stopped
 from ipuopt.result import gap
 from ipuopt.spec import Spec
 from ipuopt.workloads.arena_export import readdress
@@ -66,8 +66,14 @@ def optimize(wl: Workload, spec: Spec, grain: int | str | None = None, k: int = 
         return params.share(SHARES[stage] * params.budget())
 
     tell({"task": "layout plans"})
-    problem, _ = build(wl, spec, BuildOptions(within=0.02 if k > 1 else 0.0, grain=grain), progress,
-                       params.stop.check)
+    try:
+        problem, _ = build(wl, spec, BuildOptions(within=0.02 if k > 1 else 0.0, grain=grain), progress,
+                           params.stop.check)
+    except Stopped:
+        if params.stop.interrupted:
+            raise
+        return baseline_only(wl, spec, grain, "the time limit ran out while building the layout problem",
+                             t0, progress)
     plan = select(problem, "milp", budget("plans"), k)
     sol = plan.solution
     plans = [{"name": f"layout plan {p['rank']}", "model_cycles": p["cycles"], "choice": p["choice"]}
@@ -94,7 +100,10 @@ def optimize(wl: Workload, spec: Spec, grain: int | str | None = None, k: int = 
             break
         finalists.append({**p, "gen": gen, "greedy": run})
     if not finalists:
-        raise Interrupted("no program was replayed whole before the interrupt")
+        if params.stop.interrupted:
+            raise Interrupted("no program was replayed whole before the interrupt")
+        return baseline_only(wl, spec, grain, "the time limit ran out before a plan's program was "
+                                              "replayed", t0, progress)
     best = min(finalists, key=lambda f: f["greedy"]["total_cycles"])
     final, schedules, placed = best["greedy"], "greedy", None
     bound = None
@@ -133,3 +142,20 @@ def optimize(wl: Workload, spec: Spec, grain: int | str | None = None, k: int = 
         **({"program_bound": bound.to_dict()} if bound is not None else {}),
         "seconds": round(time.perf_counter() - t0, 1)}
     return final
+
+
+def baseline_only(wl: Workload, spec: Spec, grain: int | str | None, why: str, t0: float,
+                  progress: Progress | None) -> dict[str, Any]:
+    """The compiler's program when the time limit is too short for anything better: its
+    default layouts, first-fit placement and the greedy's first schedules (which always
+    complete, whatever the clock), with `optimize.fallback` saying why."""
+    if progress:
+        progress({"task": "baseline (default layouts, greedy)"})
+    run = run_program(generate(wl, spec, None, grain), "greedy").to_dict()
+    name = "compiler (default layouts, first-fit, greedy)"
+    run["optimize"] = {"plan": name, "model_cycles": None, "schedules": "greedy",
+                       "placement": "first-fit (as generated)", "placement_gain_cycles": 0,
+                       "baselines": {name: run["total_cycles"]}, "finalists": [], "fallback": why,
+                       "gap_by_phase": {b["phase"]: b["gap_cycles"] for b in run["boundaries"]},
+                       "seconds": round(time.perf_counter() - t0, 1)}
+    return run

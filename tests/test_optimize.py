@@ -28,3 +28,24 @@ def test_optimize_beats_or_matches_both_baselines_with_its_bound(tmp_path: Path)
     assert o["gap_by_phase"].keys() == {b["phase"] for b in doc["boundaries"]}
     assert run_cli("render", "--program", str(out), "--out", str(tmp_path / "run.png")).returncode == 0
     assert run_cli("optimize", "mini-mlp", "--k", "0").returncode == 2
+
+
+def test_a_time_limit_too_short_returns_the_compilers_program(tmp_path: Path) -> None:
+    out = tmp_path / "run.json"
+    r = run_cli("optimize", "mini-mlp", "--spec", "test64", "--grain", "box", "--time-limit", "0.5",
+                "--out", str(out), "--quiet")
+    assert r.returncode == 2
+    assert [line for line in r.stderr.splitlines() if line.startswith("error")] == [
+        next(line for line in r.stderr.splitlines() if "too short" in line)]
+    doc = json.loads(out.read_text())
+    assert doc["optimize"]["fallback"] and doc["optimize"]["finalists"] == []
+    assert doc["layouts"] == {"gemm1": "2x16x2/1x2/interleaved", "gemm2": "2x4x8/2x4/interleaved"}
+    assert doc["total_cycles"] == doc["optimize"]["baselines"]["compiler (default layouts, first-fit, greedy)"]
+
+
+def test_bad_workloads_and_specs_are_one_line_before_any_work() -> None:
+    for args, says in ((["nosuch"], "nosuch"), (["mini-mlp", "--spec", "nosuch"], "--spec"),
+                       (["mini-mlp", "--time-limit", "-1"], "--time-limit"),
+                       (["mini-mlp", "--grain", "3"], "--grain")):
+        r = run_cli("optimize", *args, "--quiet")
+        assert r.returncode == 2 and says in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
