@@ -47,6 +47,7 @@ from ipuopt.workloads.geometry import operand_needs, weight_home
 from ipuopt.workloads.workload import Operator, Workload
 
 MAX_CANDIDATES = 4000  # per GEMM in the model; the rest are bounded by `outside`
+_TOP = 10**12  # cycles: above any term
 
 
 @dataclass
@@ -183,7 +184,7 @@ def program_bound(wl: Workload, spec: Spec, grain: Grain = None, upper: int | No
     best, proven, rounds, plan, converged = 0, False, 0, {}, False
     while not params.stop.is_set():
         rounds += 1
-        bound, proven, found = model.solve(params)
+        bound, proven, found = model.solve(params, plan)
         best = max(best, bound)
         plan = found or plan
         unpriced = model.unpriced(found) if found else []
@@ -192,10 +193,8 @@ def program_bound(wl: Workload, spec: Spec, grain: Grain = None, upper: int | No
             break
         try:
             for key in unpriced:
-                if isinstance(key[1], int):
-                    model.phases[key] = _phase_price(moves, model, *key)
-                else:
-                    model.prices[key] = moves.price(*key)
+                phase = isinstance(key[1], int)
+                model.add(key, _phase_price(moves, model, *key) if phase else moves.price(*key))
         except Stopped:  # the bound so far holds: prices only ever raise it
             break
         say(f"program bound: round {rounds}, {best} cycles; "
@@ -258,7 +257,7 @@ class _Boundary:
 
 
 class _BoundModel:
-    """The CP-SAT model over the held candidates, rebuilt as moves get priced."""
+    """The CP-SAT model over the held candidates; prices add constraints as they come."""
 
     def __init__(self, cat: Catalogue, prog: _Program, held: dict[str, list[Cand]],
                  terms: dict[str, list[_Terms]], sync: int) -> None:
@@ -268,6 +267,7 @@ class _BoundModel:
         # phase's, all its parts on the same lanes
         self.phases: dict[tuple[str, int, tuple[tuple[str, str], ...]], int] = {}
         self.boundaries = self._walk(sync)
+        self._build()
 
     def phase_key(self, b: _Boundary, plan: dict[str, int]) -> tuple[str, int, tuple[tuple[str, str], ...]]:
         g = b.gemm
@@ -332,77 +332,85 @@ class _BoundModel:
                  "exchange": max([at(b.exchange), phase(b), *(moved(*mv) for mv in b.moves)])}
                 for b in self.boundaries if not b.phase or at(b.sync)]
 
-    def solve(self, params: SolveParams) -> tuple[int, bool, dict[str, int]]:
-        """The model's bound, whether proven optimal, and its best plan ({} when none fits)."""
-        m = cp_model.CpModel()
-        x = {h: [m.new_bool_var(f"x_{h}_{i}") for i in range(len(cs))] for h, cs in self.held.items()}
+    def _build(self) -> None:
+        """The model, built once: one-hot choice, memory rows, and per boundary a compute and
+        an exchange variable at least each of its parts (each move a variable at least its
+        floor); prices found later only add constraints (`add`)."""
+        m = self.m = cp_model.CpModel()
+        x = self.x = {h: [m.new_bool_var(f"x_{h}_{i}") for i in range(len(cs))]
+                      for h, cs in self.held.items()}
         for xs in x.values():
             m.add_exactly_one(xs)
         self._memory(m, x)
-        labels: dict[tuple[str, str], Any] = {}
-
-        def chosen(h: str, value: Any, key: str) -> Any:
-            """A literal: the head's candidate has this `key` (output or need label)."""
-            if (h, value) not in labels:
-                lit = labels[(h, value)] = m.new_bool_var("")
-                m.add(lit == sum(v for v, c in zip(x[h], self.held[h], strict=True)
-                                 if key_of(c, key) == value))
-            return labels[(h, value)]
+        self.labels: dict[tuple[str, str, str], Any] = {}
+        self.move_vars: dict[tuple[str | None, str, str], Any] = {}
+        self.exchange_vars: dict[str, Any] = {}  # GEMM -> its input phase's exchange
 
         def expr(h: str, values: list[int]) -> Any:
             return sum(v * lit for v, lit in zip(values, x[h], strict=True) if v)
 
-        def largest(items: list[Any], top: int) -> Any:
-            if len(items) == 1:
-                return items[0]
-            var = m.new_int_var(0, top, "")
-            for e in items:
-                m.add(var >= e)
+        def at_least(items: list[tuple[str, list[int]]]) -> Any:
+            var = m.new_int_var(0, _TOP, "")
+            for h, v in items:
+                m.add(var >= expr(h, v))
             return var
 
         objective = []
         for b in self.boundaries:
-            tops = [max(v, default=0) for _, v in b.compute]
-            objective.append(largest([expr(h, v) for h, v in b.compute] or [0], max(tops, default=0)))
+            objective.append(at_least(b.compute))
             objective.extend(expr(h, v) for h, v in b.sync)
-            items = [expr(h, v) for h, v in b.exchange]
-            top = max((max(v, default=0) for _, v in b.exchange), default=0)
+            exchange = at_least(b.exchange)
             for src, g, t in b.moves:
-                if src is None:
-                    values = [self._price(t, INPUT_LAYOUT, c) for c in self.held[g]]
-                    items.append(expr(g, values))
-                    top = max(top, *values)
-                    continue
-                outs = {c.doc["output"] for c in self.held[src]}
-                needs = {c.doc["needs"][t] for c in self.held[g]}
-                priced = [(k, v) for k, v in self.prices.items()
-                          if k[0] == t and k[1] in outs and k[2] in needs]
-                top_m = max([*(c.moves[t] for c in self.held[g]), *(v for _, v in priced)])
-                move = m.new_int_var(0, top_m, "")
-                m.add(move >= expr(g, [c.moves[t] for c in self.held[g]]))
-                for (_, have, need), cycles in priced:
-                    m.add(move >= cycles).only_enforce_if([chosen(src, have, "output"), chosen(g, need, t)])
-                items.append(move)
-                top = max(top, top_m)
-            cuts = [(key, v) for key, v in self.phases.items() if key[0] == b.gemm and b.moves]
-            if cuts:
-                top = max(top, *(v for _, v in cuts))
-                var = m.new_int_var(0, top, "")
-                for e in items:
-                    m.add(var >= e)
-                for (g, i, haves), v in cuts:
-                    m.add(var >= v).only_enforce_if([x[g][i], *(chosen(h, a, "output") for h, a in haves)])
-                items = [var]
-            objective.append(largest(items or [0], top))
+                move = self.move_vars[(src, g, t)] = at_least([(g, [c.moves[t] for c in self.held[g]])])
+                m.add(exchange >= move)
+            if b.gemm is not None and b.moves:
+                self.exchange_vars[b.gemm] = exchange
+            objective.append(exchange)
         m.minimize(sum(objective))
+
+    def _chosen(self, h: str, key: str, value: str) -> Any:
+        """A literal: the head's candidate has this output label (`key` "output") or needs
+        input `key` in this layout."""
+        if (h, key, value) not in self.labels:
+            lit = self.labels[(h, key, value)] = self.m.new_bool_var("")
+            self.m.add(lit == sum(v for v, c in zip(self.x[h], self.held[h], strict=True)
+                                  if key_of(c, key) == value))
+        return self.labels[(h, key, value)]
+
+    def add(self, key: tuple, cycles: int) -> None:
+        """A price found: a move's (tensor, have, need) or an input phase's (GEMM, candidate,
+        producers' layouts); the model's variables are at least it when the plan has it."""
+        if isinstance(key[1], int):
+            g, i, haves = key
+            self.phases[key] = cycles
+            self.m.add(self.exchange_vars[g] >= cycles).only_enforce_if(
+                [self.x[g][i], *(self._chosen(h, "output", a) for h, a in haves)])
+            return
+        t, have, need = key
+        self.prices[key] = cycles
+        for (src, g, t2), var in self.move_vars.items():
+            if t2 != t:
+                continue
+            lits = [self._chosen(g, t, need)]
+            if src is not None:
+                lits.append(self._chosen(src, "output", have))
+            self.m.add(var >= cycles).only_enforce_if(lits)
+
+    def solve(self, params: SolveParams, hint: dict[str, int] | None = None
+              ) -> tuple[int, bool, dict[str, int]]:
+        """The model's bound, whether proven optimal, and its best plan ({} when none)."""
+        self.m.clear_hints()
+        for h, i in (hint or {}).items():
+            for j, v in enumerate(self.x[h]):
+                self.m.add_hint(v, i == j)
         solver = cpsat.new_solver(params)
-        code = cpsat.solve(m, solver)
+        code = cpsat.solve(self.m, solver)
         if code == cp_model.INFEASIBLE:
             return math.inf, True, {}  # type: ignore[return-value]
         bound = int(math.ceil(solver.best_objective_bound - 1e-6))
         if code not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
             return bound, False, {}
-        plan = {h: next(i for i, v in enumerate(xs) if solver.boolean_value(v)) for h, xs in x.items()}
+        plan = {h: next(i for i, v in enumerate(xs) if solver.boolean_value(v)) for h, xs in self.x.items()}
         return bound, code == cp_model.OPTIMAL, plan
 
     def _memory(self, m: cp_model.CpModel, x: dict[str, list[Any]]) -> None:
