@@ -197,14 +197,21 @@ def run(workload: Workload | str | Path, spec: Spec | str = "gc200", layouts: di
 
 
 def optimize(workload: Workload | str | Path, spec: Spec | str = "gc200", *, grain: int | str | None = None,
-             k: int = 3, time_limit: float | None = None) -> dict[str, Any]:
+             k: int = 3, time_limit: float | None = None, workers: int = 1,
+             cluster: str | None = None) -> dict[str, Any]:
     """The whole program (see `ipuopt optimize`): layout plans finished with real schedules,
     placement kept only if it shortens them, auto schedules; the run with its bound, gap,
-    baselines and finalists under `optimize`."""
+    baselines and finalists under `optimize`. Its cells run in this process unless `workers`
+    > 1 (a local Dask cluster: call it under `if __name__ == "__main__":`) or `cluster` names
+    a Dask scheduler."""
+    from ipuopt.cells import Cells
     from ipuopt.optimize import optimize as _optimize
 
     sp = _spec(spec)
-    return _optimize(_workload(workload), sp, parse_grain(grain, sp, "grain"), k, SolveParams(time_limit))
+    wl = _workload(workload)
+    params = SolveParams(time_limit)
+    with Cells(None, cluster, workers, params.stop) as cells:
+        return _optimize(wl, sp, parse_grain(grain, sp, "grain"), k, params, cells=cells)
 
 
 def render_schedule(phase: PhaseLike, spec: Spec | str | None, schedule: ScheduleLike,

@@ -692,30 +692,48 @@ def optimize_cmd(
     time_limit: Annotated[float, typer.Option(help="Seconds, wall-clock, for the whole command.")
                           ] = DEFAULT_TIME_LIMIT,
     out: Annotated[Path | None, typer.Option(help="Write the run here (.json or .yaml; for render "
-                                                  "--program).")] = None,
+                                                  "--program). Finished cells are kept beside it "
+                                                  "(OUT.cells/) until the run completes: the same "
+                                                  "command resumes.")] = None,
+    workers: Annotated[int | None, typer.Option(help="Cells at once on a local Dask cluster (default: "
+                                                     "one per core; 1: in this process).")] = None,
+    cluster: Annotated[str | None, typer.Option(help="Run the cells on the Dask scheduler at this "
+                                                     "address (tcp://HOST:PORT).")] = None,
     json_out: JsonOpt = False,
     quiet: QuietOpt = False,
 ) -> None:
     """The whole program: layout plans finished with real schedules, the placement kept only
-    if it shortens them, auto schedules; beside the compiler's way, with the program's bound."""
+    if it shortens them, auto schedules; beside the compiler's way, with the program's bound.
+    Finalists, placement candidates and phases run as cells on Dask."""
+    import shutil
+
+    from ipuopt.cells import Cells
     from ipuopt.optimize import optimize
     from ipuopt.workloads.workload import load_workload
 
     if k < 1:
         raise InputError.one("", "--k", f"must be >= 1, got {k}")
+    if workers is not None and workers < 1:
+        raise InputError.one("", "--workers", f"must be >= 1, got {workers}")
+    if workers is not None and cluster:
+        raise InputError.one("", "--workers", "give --workers or --cluster, not both")
     params = SolveParams(time_limit)
     _check_out(out, workload, spec)
     params.start_clock(since=START)
     wl = load_workload(workload)
     sp = load_spec(spec, field="--spec")
     cut = parse_grain(grain, sp)
+    folder = None if out is None else out.with_name(out.name + ".cells")
     try:
-        with _Progress(quiet, f"optimize {wl.name}") as progress:
-            doc = optimize(wl, sp, cut, k, params, progress)
+        with _Progress(quiet, f"optimize {wl.name}") as progress, \
+                Cells(folder, cluster, workers or os.cpu_count() or 1, params.stop, progress) as cells:
+            doc = optimize(wl, sp, cut, k, params, progress, cells)
     except Stopped:  # only Ctrl-C gets here: a short time limit returns the baseline
         raise Interrupted("nothing finished before the interrupt") from None
     if out:
         write_document(out, doc)
+        if folder is not None and not doc.get("interrupted"):
+            shutil.rmtree(folder, ignore_errors=True)  # complete: nothing to resume
     if doc.get("interrupted"):
         _reclaim_stdout()
     if json_out:

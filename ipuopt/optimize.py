@@ -20,25 +20,66 @@ as the ceiling that decides which candidates the bound's model must hold.
 
 from __future__ import annotations
 
+import json
 import time
 from dataclasses import replace
 from typing import Any
 
+from ipuopt.arena.validate import validate_placement
+from ipuopt.cells import Cell, Cells, cell_key
+from ipuopt.exchange.solve import solve
 from ipuopt.layout.program_bound import program_bound
 from ipuopt.params import Interrupted, Progress, SolveParams, Stopped
-from ipuopt.result import gap
+from ipuopt.result import Result, gap
 from ipuopt.spec import Spec
 from ipuopt.workloads.arena_export import readdress
 from ipuopt.workloads.gemm import GemmLayout
 from ipuopt.workloads.phases import generate
 from ipuopt.workloads.program import run_program
 from ipuopt.workloads.records import Generation
-from ipuopt.workloads.reschedule import reschedule
+from ipuopt.workloads.reschedule import PLACE_SHARE, Candidate, horizons, judged, placements
 from ipuopt.workloads.workload import Workload
 
 # Shares of the time left when each stage starts (building the layout problem takes what it
 # needs first): the plans, the finalists' greedy runs, the placement, then auto has the rest.
 SHARES = {"plans": 0.15, "finalists": 0.4, "bound": 0.2, "placement": 0.35, "schedules": 1.0}
+
+
+_GENERATIONS: dict[str, Generation] = {}  # per process: the last plan generated, made once
+
+
+def _generation(ident: str, wl: Workload, spec: Spec, choice: dict[str, str], grain: Any) -> Generation:
+    key = cell_key(ident, choice)
+    if key not in _GENERATIONS:
+        _GENERATIONS.clear()  # one at a time: fragment-level generations are large
+        _GENERATIONS[key] = generate(wl, spec, _layouts(wl, spec, choice), grain)
+    return _GENERATIONS[key]
+
+
+def _params(given: SolveParams | float) -> SolveParams:
+    return given if isinstance(given, SolveParams) else SolveParams(given)
+
+
+def _finalist(ident: str, wl: Workload, spec: Spec, choice: dict[str, str], grain: Any,
+              params: SolveParams | float) -> dict[str, Any] | None:
+    """A cell: the plan's program replayed with greedy schedules (None if cut short)."""
+    t = time.perf_counter()
+    run = run_program(_generation(ident, wl, spec, choice, grain), "greedy", _params(params)).to_dict()
+    return None if run.get("interrupted") else {"run": run, "seconds": time.perf_counter() - t}
+
+
+def _placement(ident: str, wl: Workload, spec: Spec, choice: dict[str, str], grain: Any,
+               offsets: dict[str, int], params: SolveParams | float) -> dict[str, int] | None:
+    """A cell: the plan's phases moved to `offsets` and rescheduled with the greedy."""
+    return horizons(_generation(ident, wl, spec, choice, grain), offsets, "greedy", _params(params))
+
+
+def _schedule(ident: str, wl: Workload, spec: Spec, choice: dict[str, str], grain: Any,
+              offsets: dict[str, int], index: int, params: SolveParams | float) -> Result | None:
+    """A cell: one phase of the plan, moved to `offsets`, scheduled with `auto`."""
+    gen = _generation(ident, wl, spec, choice, grain)
+    res = solve(readdress(gen, gen.phases[index], offsets), spec, "auto", _params(params))
+    return None if res.interrupted else res
 
 
 def readdressed(gen: Generation, offsets: dict[str, int]) -> Generation:
@@ -52,15 +93,23 @@ def _layouts(wl: Workload, spec: Spec, choice: dict[str, str]) -> dict[str, Gemm
 
 
 def optimize(wl: Workload, spec: Spec, grain: int | str | None = None, k: int = 3,
-             params: SolveParams | None = None, progress: Progress | None = None) -> dict[str, Any]:
+             params: SolveParams | None = None, progress: Progress | None = None,
+             cells: Cells | None = None) -> dict[str, Any]:
     """The best program found, its bound and gap, the baselines and every finalist (see the
-    module's docstring); a run document (`ipuopt run`'s) with `optimize` beside it."""
+    module's docstring); a run document (`ipuopt run`'s) with `optimize` beside it. The
+    finalists, the placement candidates and the phases' schedules run as `cells` (here, one
+    after the other, by default)."""
     from ipuopt.layout.select import BuildOptions, build, select
 
     params = params or SolveParams()
     params.start_clock()
     tell = progress or (lambda info: None)
     t0 = time.perf_counter()
+    ident = cell_key("program", repr(wl), repr(spec), str(grain))
+
+    def give(seconds: float) -> SolveParams | float:
+        """A cell's time: a share of this command's clock here, plain seconds on Dask."""
+        return params.share(seconds) if cells is None or cells.local else seconds
 
     def budget(stage: str) -> SolveParams:
         return params.share(SHARES[stage] * params.budget())
@@ -81,24 +130,18 @@ def optimize(wl: Workload, spec: Spec, grain: int | str | None = None, k: int = 
     if sol.beam and sol.beam.get("choice"):  # second: both baselines come first
         beam_plan = {"name": "beam plan", "model_cycles": sol.beam["cycles"], "choice": sol.beam["choice"]}
         plans.insert(1, beam_plan)
-    each = SHARES["finalists"] * params.budget() / len(plans)
-    finalists: list[dict[str, Any]] = []
-    took = 0.0  # seconds of one finalist's greedy replay: what every later step costs at least
-    for p in plans:
-        same = next((f for f in finalists if f["choice"] == p["choice"]), None)
-        if same is not None:  # the beam often picks the model's plan: replayed once
-            finalists.append({**p, "gen": same["gen"], "greedy": same["greedy"]})
-            continue
-        if finalists and params.stop.left() < 1.5 * took:  # the greedy's first schedule always runs
-            break
-        tell({"task": f"finalist: {p['name']}"})
-        t1 = time.perf_counter()
-        gen = generate(wl, spec, _layouts(wl, spec, p["choice"]), grain)
-        run = run_program(gen, "greedy", params.share(each)).to_dict()
-        took = max(took, time.perf_counter() - t1)
-        if run.get("interrupted"):  # a program cut short is not comparable
-            break
-        finalists.append({**p, "gen": gen, "greedy": run})
+    cells = cells or Cells(stop=params.stop)
+    par = cells.parallel
+    unique = list({json.dumps(p["choice"], sort_keys=True): p["choice"] for p in plans}.values())
+    each = SHARES["finalists"] * params.budget() * min(par, len(unique)) / len(unique)
+    tell({"task": f"finalists: {len(unique)} programs"})
+    replays = cells.run("finalists", [
+        Cell(cell_key("finalist", ident, c), _finalist, (ident, wl, spec, c, grain, give(each)))
+        for c in unique])
+    done = {json.dumps(c, sort_keys=True): r for c, r in zip(unique, replays, strict=True) if r is not None}
+    finalists = [{**p, "greedy": done[key]["run"]} for p in plans
+                 if (key := json.dumps(p["choice"], sort_keys=True)) in done]
+    took = max((r["seconds"] for r in done.values()), default=0.0)  # what every later step costs at least
     if not finalists:
         if params.stop.interrupted:
             raise Interrupted("no program was replayed whole before the interrupt")
@@ -111,18 +154,39 @@ def optimize(wl: Workload, spec: Spec, grain: int | str | None = None, k: int = 
         tell({"task": "program bound"})
         bound = program_bound(wl, spec, grain, best["greedy"]["total_cycles"], params=budget("bound"),
                               say=lambda m: tell({"task": m}))
+    gen = _generation(ident, wl, spec, best["choice"], grain)
     if not params.stop.interrupted and params.stop.left() > 3 * took:  # a few candidates, then auto
         tell({"task": f"placement of {best['name']}"})
-        try:
-            placed = reschedule(best["gen"], "greedy", budget("placement"), progress=progress)
-        except Interrupted:
-            placed = None
+        stage = budget("placement")
+        arena, named = placements(gen, stage, progress=progress)
+        share = (1 - PLACE_SHARE) * stage.budget() * min(par, len(named)) / len(named)
+        found = cells.run("placements", [
+            Cell(cell_key("placement", ident, best["choice"], offsets), _placement,
+                 (ident, wl, spec, best["choice"], grain, offsets, give(share))) for _, offsets in named])
+        candidates = []
+        for (name, offsets), hs in zip(named, found, strict=True):
+            if hs is None:
+                break  # cut short: the ones before it are comparable
+            candidates.append(Candidate(name, offsets, validate_placement(arena, offsets).conflicts, hs))
+        if candidates:
+            placed = judged(gen, arena, "greedy", candidates)
     if placed is not None and not params.stop.interrupted and params.stop.left() > took:
         tell({"task": f"schedules of {best['name']}"})
-        run = run_program(readdressed(best["gen"], placed["offsets"]), "auto", budget("schedules"),
-                          progress).to_dict()
-        if not run.get("interrupted") and run["total_cycles"] <= best["greedy"]["total_cycles"]:
-            final, schedules = run, "auto"  # else the greedy's: never worse
+        total = budget("schedules").budget()
+        weights = [len(gp.phase.transfers) + 1 for gp in gen.phases]
+        # the largest first, each given its share of the time left times the cells at once
+        order = sorted(range(len(gen.phases)), key=lambda i: -weights[i])
+        secs = {i: min(total, total * min(par, len(order)) * 0.9 * weights[i] / sum(weights)) for i in order}
+        at = placed["offsets"]
+        solved = cells.run("schedules", [
+            Cell(cell_key("schedule", ident, best["choice"], at, i), _schedule,
+                 (ident, wl, spec, best["choice"], grain, at, i, give(secs[i]))) for i in order])
+        results = dict(zip(order, solved, strict=True))
+        if all(r is not None for r in results.values()):
+            run = run_program(readdressed(gen, placed["offsets"]), "auto",
+                              results=[results[i] for i in range(len(gen.phases))]).to_dict()
+            if run["total_cycles"] <= best["greedy"]["total_cycles"]:
+                final, schedules = run, "auto"  # else the greedy's: never worse
     if params.stop.interrupted:
         final = {**final, "interrupted": True}
     beam = next((f["greedy"]["total_cycles"] for f in finalists if f["name"] == "beam plan"), None)
@@ -140,6 +204,7 @@ def optimize(wl: Workload, spec: Spec, grain: int | str | None = None, k: int = 
                        "greedy_bound": f["greedy"]["lower_bound"], "choice": f["choice"]} for f in finalists],
         "gap_by_phase": {b["phase"]: b["gap_cycles"] for b in final["boundaries"]},
         **({"program_bound": bound.to_dict()} if bound is not None else {}),
+        "cells": {"ran": cells.ran, "reused": cells.reused, "at_once": par},
         "seconds": round(time.perf_counter() - t0, 1)}
     return final
 

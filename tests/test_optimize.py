@@ -5,9 +5,14 @@ refuses to return one that does not.)"""
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
-from conftest import run_cli
+from conftest import ROOT, run_cli
 
 
 def test_optimize_beats_or_matches_both_baselines_with_its_bound(tmp_path: Path) -> None:
@@ -50,3 +55,60 @@ def test_bad_workloads_and_specs_are_one_line_before_any_work() -> None:
                        (["mini-mlp", "--grain", "3"], "--grain")):
         r = run_cli("optimize", *args, "--quiet")
         assert r.returncode == 2 and says in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
+
+
+def _start(args: list[str], cwd: Path) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-c", "from ipuopt.entry import main; main()", *args], cwd=cwd,
+                            env={**os.environ, "PYTHONPATH": str(ROOT)}, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+
+
+def _wait_for_cells(folder: Path, n: int, proc: subprocess.Popen) -> int:
+    deadline = time.time() + 120
+    while time.time() < deadline and proc.poll() is None and len(list(folder.glob("*.pickle"))) < n:
+        time.sleep(0.1)
+    assert proc.poll() is None, "the run ended before it could be disturbed"
+    return len(list(folder.glob("*.pickle")))
+
+
+ARGS = ["optimize", "mini-mlp", "--spec", "test64", "--grain", "box", "--k", "2", "--time-limit", "40"]
+
+
+def test_a_worker_lost_mid_run_loses_nothing(tmp_path: Path) -> None:
+    from distributed import Client, LocalCluster
+
+    out = tmp_path / "run.json"
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
+                      dashboard_address=None) as cluster, Client(cluster) as client:
+        pids = client.run(os.getpid)
+        proc = _start([*ARGS, "--cluster", cluster.scheduler_address, "--out", str(out), "--json"], tmp_path)
+        _wait_for_cells(tmp_path / "run.json.cells", 1, proc)
+        os.kill(pids[sorted(pids)[0]], signal.SIGKILL)  # a worker lost mid-run
+        stdout, stderr = proc.communicate(timeout=300)
+    assert proc.returncode == 0, stderr[-2000:]
+    doc = json.loads(stdout)
+    assert doc == json.loads(out.read_text()) and not doc.get("interrupted")
+    assert all(doc["total_cycles"] <= cycles for cycles in doc["optimize"]["baselines"].values())
+    assert doc["optimize"]["cells"]["ran"] >= 3 + 1  # finalists (one shared), placements, phases
+    assert not (tmp_path / "run.json.cells").exists()  # complete: nothing left to resume
+
+
+def test_ctrl_c_keeps_the_finished_cells_and_the_same_command_resumes(tmp_path: Path) -> None:
+    out = tmp_path / "run.json"
+    proc = _start([*ARGS, "--workers", "1", "--out", str(out), "--quiet"], tmp_path)
+    _wait_for_cells(tmp_path / "run.json.cells", 2, proc)
+    proc.send_signal(signal.SIGINT)
+    proc.communicate(timeout=60)
+    assert proc.returncode == 130
+    kept = len(list((tmp_path / "run.json.cells").glob("*.pickle")))
+    assert kept >= 2
+    again = run_cli(*ARGS, "--workers", "1", "--out", str(out), "--json", "--quiet", cwd=tmp_path)
+    assert again.returncode == 0, again.stderr
+    cells = json.loads(again.stdout)["optimize"]["cells"]
+    assert cells["reused"] >= kept and cells["at_once"] == 1
+    assert not (tmp_path / "run.json.cells").exists()
+
+
+def test_an_unreachable_cluster_is_one_line() -> None:
+    r = run_cli(*ARGS, "--cluster", "tcp://127.0.0.1:1", "--quiet")
+    assert r.returncode == 2 and "--cluster" in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr

@@ -79,12 +79,14 @@ def _append(results: Path, row: dict[str, Any]) -> None:
 
 
 @contextmanager
-def _client(cluster: str | None, workers: int | None):  # noqa: ANN202 (a distributed Client)
+def dask_client(cluster: str | None, workers: int | None):  # noqa: ANN202 (a distributed Client)
+    """A client of the scheduler at `cluster`, or of a local cluster of `workers` single-threaded
+    processes (default: one per core)."""
     from distributed import Client, LocalCluster
 
     if cluster:
         try:
-            client = Client(cluster, timeout="10s")
+            client = Client(cluster, timeout="5s")
         except (OSError, TimeoutError) as exc:
             raise InputError.one("", "--cluster",
                                  f"cannot reach a Dask scheduler at {cluster}: {exc}") from None
@@ -111,7 +113,7 @@ def run_sweep(sweep: Sweep, out: Path, cluster: str | None = None, workers: int 
     t0 = time.perf_counter()
     tell = progress or (lambda info: None)
     if todo:
-        with _client(cluster, workers) as client:
+        with dask_client(cluster, workers) as client:
             futures = {client.submit(solve_cell, c, key=f"ipuopt-cell-{c.id}", pure=False): c for c in todo}
             for future in as_completed(futures):
                 cell = futures[future]

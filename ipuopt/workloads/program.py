@@ -15,7 +15,7 @@ from typing import Any
 from ipuopt.exchange.simulate import simulate
 from ipuopt.exchange.solve import solve
 from ipuopt.params import Progress, SolveParams
-from ipuopt.result import gap
+from ipuopt.result import Result, gap
 from ipuopt.workloads.records import Generation
 
 
@@ -54,11 +54,12 @@ class ProgramRun:
 
 
 def run_program(gen: Generation, solver: str = "greedy", params: SolveParams | dict | None = None,
-                progress: Progress | None = None) -> ProgramRun:
+                progress: Progress | None = None, results: list[Result] | None = None) -> ProgramRun:
     """Replay the generated program: per boundary, the compute that led to it (slowest and
     fastest tile), the barrier metrics and the scheduled exchange. A time limit is for the
     whole program: each phase gets the time left in proportion to its transfers. Ctrl-C ends
-    the run at the phase it interrupts (`interrupted`)."""
+    the run at the phase it interrupts (`interrupted`). `results`: each phase's schedule
+    already found (by `solver`, elsewhere), replayed as they are."""
     spec = gen.spec
     params = SolveParams.of(params)
     if solver != "greedy" or params.time_limit is not None:
@@ -82,7 +83,8 @@ def run_program(gen: Generation, solver: str = "greedy", params: SolveParams | d
             progress({"task": f"run {index + 1}/{len(gen.phases)}: {gp.phase.name}"})
         left = params.stop.left()
         share = None if left is None else left * weights[index] / sum(weights[index:])
-        res = solve(gp.phase, spec, solver, params if share is None else params.share(share))
+        res = results[index] if results is not None else solve(
+            gp.phase, spec, solver, params if share is None else params.share(share))
         sim = simulate(gp.phase, spec, res.solution,
                        {t: now + work.get(t, 0) for t in range(spec.tiles)})
         doc = sim.to_dict()

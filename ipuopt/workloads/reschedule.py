@@ -48,41 +48,43 @@ def shifted(arena: Arena, offsets: dict[str, int], step: int = STEP) -> list[tup
     return out
 
 
-def reschedule(gen: Generation, method: str = "greedy", params: SolveParams | None = None,
-               conflict_aware: bool = True, progress: Progress | None = None) -> dict[str, Any]:
-    """Every candidate placement of the generation's activation arena, its phases rescheduled
-    with `method` (each phase given an equal share of `params`' time limit per candidate);
-    the one kept and what it gained. `conflict_aware` adds CP-SAT's least-conflict placement."""
-    params = params or SolveParams()
-    tell = progress or (lambda info: None)
+def placements(gen: Generation, params: SolveParams, conflict_aware: bool = True,
+               progress: Progress | None = None) -> tuple[Arena, list[tuple[str, dict[str, int]]]]:
+    """The generation's arena and the placements worth rescheduling, as generated first: the
+    4 KiB shifts and (`conflict_aware`, given `PLACE_SHARE` of the time limit) CP-SAT's
+    least-conflict placement."""
     arena = arena_from_dict(arena_document(gen))
     start = default_offsets(gen)
     named = [("first-fit (as generated)", start), *shifted(arena, start)]
-    limit = params.time_limit
     if conflict_aware and arena.conflicts:
         from ipuopt.arena.solve import place
 
-        tell({"task": "conflict-aware placement"})
-        budget = params.share(PLACE_SHARE * limit if limit else 10.0)
-        aware = place(arena, "conflicts", "cpsat", budget)
+        if progress:
+            progress({"task": "conflict-aware placement"})
+        limit = params.time_limit
+        aware = place(arena, "conflicts", "cpsat", params.share(PLACE_SHARE * limit if limit else 10.0))
         if aware.solution.offsets is not None:
             named.append(("conflict-aware (CP-SAT)", aware.solution.offsets))
-    share = None if limit is None else (1 - PLACE_SHARE) * limit / (len(named) * max(1, len(gen.phases)))
-    candidates = []
-    for i, (name, offsets) in enumerate(named):
-        if candidates and params.stop.expired():  # out of time: the ones rescheduled so far
-            break
-        tell({"task": f"candidate {i + 1}/{len(named)}: {name}"})
-        cand = Candidate(name, offsets, validate_placement(arena, offsets).conflicts)
-        for gp in gen.phases:
-            res = solve(readdress(gen, gp, offsets), gen.spec, method,
-                        params if share is None else params.share(share))
-            if res.interrupted:
-                break
-            cand.horizons[gp.phase.name] = res.value
-        if len(cand.horizons) < len(gen.phases):  # cut short by Ctrl-C: not comparable
-            break
-        candidates.append(cand)
+    return arena, named
+
+
+def horizons(gen: Generation, offsets: dict[str, int], method: str, params: SolveParams
+             ) -> dict[str, int] | None:
+    """Every phase re-addressed to `offsets` and scheduled with `method` (the time limit
+    shared equally); None when Ctrl-C cut it short."""
+    each = None if params.time_limit is None else params.time_limit / max(1, len(gen.phases))
+    out = {}
+    for gp in gen.phases:
+        res = solve(readdress(gen, gp, offsets), gen.spec, method, params.share(each))
+        if res.interrupted:
+            return None
+        out[gp.phase.name] = res.value
+    return out
+
+
+def judged(gen: Generation, arena: Arena, method: str, candidates: list[Candidate],
+           interrupted: bool = False) -> dict[str, Any]:
+    """The candidate kept (the first one, as generated, unless another is shorter in total)."""
     if not candidates:
         raise Interrupted("no placement was rescheduled whole before the interrupt")
     before = candidates[0]
@@ -92,4 +94,26 @@ def reschedule(gen: Generation, method: str = "greedy", params: SolveParams | No
             "before": before.total, "after": kept.total, "kept": kept.name,
             "gain": (before.total - kept.total) / before.total if before.total else 0.0,
             "candidates": [c.to_dict() for c in candidates], "offsets": kept.offsets,
-            **({"interrupted": True} if params.stop.interrupted else {})}
+            **({"interrupted": True} if interrupted else {})}
+
+
+def reschedule(gen: Generation, method: str = "greedy", params: SolveParams | None = None,
+               conflict_aware: bool = True, progress: Progress | None = None) -> dict[str, Any]:
+    """Every candidate placement of the generation's activation arena, its phases rescheduled
+    with `method` (each phase given an equal share of `params`' time limit per candidate);
+    the one kept and what it gained. `conflict_aware` adds CP-SAT's least-conflict placement."""
+    params = params or SolveParams()
+    tell = progress or (lambda info: None)
+    arena, named = placements(gen, params, conflict_aware, progress)
+    limit = params.time_limit
+    share = None if limit is None else (1 - PLACE_SHARE) * limit / len(named)
+    candidates = []
+    for i, (name, offsets) in enumerate(named):
+        if candidates and params.stop.expired():  # out of time: the ones rescheduled so far
+            break
+        tell({"task": f"candidate {i + 1}/{len(named)}: {name}"})
+        found = horizons(gen, offsets, method, params.share(share))
+        if found is None:  # cut short by Ctrl-C: not comparable
+            break
+        candidates.append(Candidate(name, offsets, validate_placement(arena, offsets).conflicts, found))
+    return judged(gen, arena, method, candidates, params.stop.interrupted)
