@@ -107,25 +107,23 @@ def _terms(cat: Catalogue, op: Operator, c: Cand) -> _Terms:
 
 
 class _Program:
-    """The workload's GEMMs and where each one's outputs and followers sit."""
+    """The workload's heads (a GEMM, or an elementwise operator reading a graph input: the
+    operators whose candidates are chosen; an elementwise operator keeps its input's layout)
+    and when each output is last read."""
 
     def __init__(self, cat: Catalogue) -> None:
         self.cat = cat
-        self.head: dict[str, str] = {}  # operator -> the GEMM (or graph-input reader) whose layout it keeps
-        self.followers: dict[str, list[Operator]] = {}
+        self.head: dict[str, str] = {}  # operator -> the head whose layout it keeps
         for op in cat.ops:
             src = cat.producer.get(op.inputs[0].tensor)
-            h = self.head[src.name] if op.kind == "elementwise" and src is not None else op.name
-            self.head[op.name] = h
-            self.followers.setdefault(h, [])
-            if h != op.name:
-                self.followers[h].append(op)
+            follows = op.kind == "elementwise" and src is not None
+            self.head[op.name] = self.head[src.name] if follows else op.name
         self.heads = [op for op in cat.ops if self.head[op.name] == op.name]
         self.gemms = [op for op in self.heads if op.kind == "gemm"]
-        self.step = {op.name: k for k, op in enumerate(cat.ops)}
+        step = {op.name: k for k, op in enumerate(cat.ops)}
         # the last step at which each operator's output is read (its own when nobody reads it)
-        self.last_read = {op.name: max((self.step[c] for c in cat.wl.consumers.get(op.out.tensor, [])),
-                                       default=self.step[op.name]) for op in cat.ops}
+        self.last_read = {op.name: max((step[c] for c in cat.wl.consumers.get(op.out.tensor, [])),
+                                       default=step[op.name]) for op in cat.ops}
 
     def layout_of(self, tensor: str) -> str | None:
         """The head whose candidate's output label is `tensor`'s layout (None: a graph input)."""
@@ -244,7 +242,7 @@ def _floor(t: _Terms, c: Cand, sync: int) -> int:
 
 @dataclass
 class _Boundary:
-    """One boundary of every plan: the phase (\'\' after the last), and what its compute, its
+    """One boundary of every plan: the phase (empty after the last), and what its compute, its
     sync and its exchange are at least, as (head, value per held candidate) items; `moves`
     are its moved operands (producer head or None for a graph input, consumer GEMM, tensor)."""
 
