@@ -14,6 +14,8 @@ from pathlib import Path
 
 from conftest import ROOT, run_cli
 
+from ipuopt.render.views import program_view
+
 
 def test_optimize_beats_or_matches_both_baselines_with_its_bound(tmp_path: Path) -> None:
     out = tmp_path / "run.json"
@@ -32,6 +34,8 @@ def test_optimize_beats_or_matches_both_baselines_with_its_bound(tmp_path: Path)
     assert o["program_bound"]["value"] == doc["program_bound"]
     assert o["gap_by_phase"].keys() == {b["phase"] for b in doc["boundaries"]}
     assert run_cli("render", "--program", str(out), "--out", str(tmp_path / "run.png")).returncode == 0
+    drawn = [line[0] for line in program_view(doc).lines]  # the picture's lines: end, bounds, baselines
+    assert drawn == [doc["total_cycles"], doc["lower_bound"], doc["program_bound"], *o["baselines"].values()]
     assert run_cli("optimize", "mini-mlp", "--k", "0").returncode == 2
 
 

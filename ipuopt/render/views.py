@@ -122,9 +122,19 @@ def program_view(run: dict[str, Any]) -> View:
            f"sync {run['sync_cycles']}); outlined: the arrival spread")
     return View(f"program run: {run['workload']}", sub, rows, items, kinds, refs, marks,
                 outlines={CHAIN: "arrival spread (first to last tile at the barrier)"},
-                lines=[[run["total_cycles"], f"program end {run['total_cycles']}", "#333333"],
-                       *([[run["lower_bound"], f"program bound {run['lower_bound']}", BOUND]]
-                         if run.get("lower_bound") is not None else [])])
+                lines=_program_lines(run))
+
+
+def _program_lines(run: dict[str, Any]) -> list[list[Any]]:
+    """The program's end, its bounds and (from `optimize`) the baselines it is measured against."""
+    lines = [[run["total_cycles"], f"program end {run['total_cycles']}", "#333333"]]
+    if run.get("lower_bound") is not None:
+        lines.append([run["lower_bound"], f"bound, these layouts and placement {run['lower_bound']}", BOUND])
+    if run.get("program_bound") is not None:
+        lines.append([run["program_bound"], f"bound over every plan {run['program_bound']}", "#54a24b"])
+    for name, cycles in run.get("optimize", {}).get("baselines", {}).items():
+        lines.append([cycles, f"baseline: {name} {cycles}", "#9d755d"])
+    return lines
 
 
 def arena_boxes(arena: Arena, offsets: dict[str, int]) -> dict[str, Any]:
