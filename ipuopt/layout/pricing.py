@@ -61,14 +61,20 @@ def fastest(words: int, spec: Spec) -> int:
 
 
 class Lanes:
-    """Per-tile lane work of one phase, and its load bound."""
+    """Per-tile lane work of one phase, and its load bound. With `pairs`, also each tile's
+    sends as the pair bound counts them (`exchange.bounds.pair_bound`: ordinary on its own
+    lane or paired on both, whichever costs the pair less), so the bound sees that two
+    partner tiles share two transmit lanes."""
 
-    def __init__(self, spec: Spec) -> None:
+    def __init__(self, spec: Spec, pairs: bool = False) -> None:
         self.spec = spec
         ex = spec.exchange
         self.rate = max(ex.ordinary_words_per_cycle, ex.paired_words_per_cycle)
         self.rx = np.zeros(spec.tiles, dtype=np.int64)
         self.tx = np.zeros(spec.tiles, dtype=np.int64)
+        self.pair = np.zeros(spec.tiles, dtype=np.int64) if pairs else None
+        self.partner = np.array([-1 if (p := spec.partner(t)) is None else p for t in range(spec.tiles)],
+                                dtype=np.int64) if pairs else None
 
     def ds(self, words: np.ndarray) -> np.ndarray:
         """`fastest` of each element."""
@@ -76,11 +82,28 @@ class Lanes:
             return -(-words // int(self.rate))
         return np.array([fastest(int(w), self.spec) for w in words], dtype=np.int64)
 
+    def pair_cost(self, words: np.ndarray) -> np.ndarray:
+        """One send's cost to its tile pair's two transmit lanes, at its cheaper width."""
+        ex = self.spec.exchange
+
+        def at(rate: float) -> np.ndarray:
+            if float(rate).is_integer():
+                return -(-words // int(rate))
+            return np.vectorize(lambda w: payload_cycles(int(w), rate), otypes=[np.int64])(words)
+
+        return np.minimum(ex.tx_overhead + at(ex.ordinary_words_per_cycle),
+                          2 * (ex.tx_overhead + at(ex.paired_words_per_cycle)))
+
     def bound(self) -> int:
         ex = self.spec.exchange
         lat0 = self.spec.latency(0, 1)
         rx, tx = int(self.rx.max()), int(self.tx.max())
-        return max(rx + ex.tx_overhead + lat0 - ex.rx_lead if rx else 0, tx + lat0 if tx else 0)
+        out = max(rx + ex.tx_overhead + lat0 - ex.rx_lead if rx else 0, tx + lat0 if tx else 0)
+        if self.pair is not None and self.partner is not None and self.pair.any():
+            has = self.partner >= 0
+            both = self.pair[has] + self.pair[self.partner[has]]
+            out = max(out, int(-(-both.max() // 2)) + lat0) if len(both) else out
+        return out
 
 
 def move_bound(held: Held, needs: list[Need], elem: int, spec: Spec, grain: Grain = None) -> int:
@@ -120,6 +143,9 @@ def move_lanes(held: Held, needs: list[Need], elem: int, spec: Spec, grain: Grai
         dst = sizes[n] - inside
         sent = dst > 0
         np.add.at(lanes.tx, src, -(-dst // ex.max_fanout) * tx_work)
+        if lanes.pair is not None:
+            pair_work = lane_work(runs, run_bytes, grain, lanes.pair_cost, ex.word_bytes)
+            np.add.at(lanes.pair, src[sent], (-(-dst // ex.max_fanout) * pair_work)[sent])
         per_need = np.bincount(n[sent], weights=rx_work[sent], minlength=len(part)).astype(np.int64)
         np.add.at(lanes.rx, tiles, per_need[owner])
         back = inside & sent  # a holder that needs the block does not receive its own piece

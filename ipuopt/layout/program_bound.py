@@ -210,13 +210,14 @@ def program_bound(wl: Workload, spec: Spec, grain: Grain = None, upper: int | No
 def _phase_price(moves: Moves, model: _BoundModel, g: str, i: int,
                  haves: tuple[tuple[str, str], ...]) -> int:
     """Load bound of GEMM `g`'s input phase with candidate `i`, its activations coming from
-    the producers' layouts `haves`: the weight broadcast and every move on the same lanes."""
+    the producers' layouts `haves`: the weight broadcast and every move on the same lanes,
+    tile pairs' transmit lanes included."""
     cat = moves.cat
     wl, spec, grain = cat.wl, cat.spec, cat.grain
     op = next(o for o in cat.ops if o.name == g)
     c = model.held[g][i].source
     assert c is not None
-    lanes = Lanes(spec)
+    lanes = Lanes(spec, pairs=True)
     if wl.tensors[op.inputs[1].tensor].weight:
         home = Held.of([(p.tile, p.box) for p in weight_home(wl, op, c, 0)])
         move_lanes(home, operand_needs(wl, op, c, 1, 0), wl.elem_bytes, spec, grain, lanes)
