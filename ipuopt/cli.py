@@ -100,6 +100,8 @@ class _Progress:
 
     def __call__(self, info: dict[str, Any]) -> None:
         with self.lock:
+            if info.get("task") not in (None, self.info.get("task")):  # another task: its own figures
+                self.info = {}
             better = info.get("incumbent") not in (None, self.info.get("incumbent"))
             moved = info.get("stage") not in (None, self.info.get("stage"))
             self.info.update({k: v for k, v in info.items() if v is not None})
