@@ -82,6 +82,12 @@ def _schedule(ident: str, wl: Workload, spec: Spec, choice: dict[str, str], grai
     return None if res.interrupted else res
 
 
+def so_far(best: dict[str, Any], bound: Any) -> str:
+    """The progress line's figures: the best program so far and the program bound."""
+    return f"best program so far {best['greedy']['total_cycles']}" + (
+        f", bound {bound.value}" if bound is not None else "")
+
+
 def readdressed(gen: Generation, offsets: dict[str, int]) -> Generation:
     """The generation with every phase moved to another placement of its activation arena."""
     return replace(gen, phases=[replace(gp, phase=readdress(gen, gp, offsets)) for gp in gen.phases])
@@ -160,7 +166,7 @@ def optimize(wl: Workload, spec: Spec, grain: int | str | None = None, k: int = 
         stage = budget("placement")
         arena, named = placements(gen, stage, progress=progress)
         share = (1 - PLACE_SHARE) * stage.budget() * min(par, len(named)) / len(named)
-        found = cells.run("placements", [
+        found = cells.run(f"placements ({so_far(best, bound)})", [
             Cell(cell_key("placement", ident, best["choice"], offsets), _placement,
                  (ident, wl, spec, best["choice"], grain, offsets, give(share))) for _, offsets in named])
         candidates = []
@@ -178,7 +184,7 @@ def optimize(wl: Workload, spec: Spec, grain: int | str | None = None, k: int = 
         order = sorted(range(len(gen.phases)), key=lambda i: -weights[i])
         secs = {i: min(total, total * min(par, len(order)) * 0.9 * weights[i] / sum(weights)) for i in order}
         at = placed["offsets"]
-        solved = cells.run("schedules", [
+        solved = cells.run(f"schedules ({so_far(best, bound)})", [
             Cell(cell_key("schedule", ident, best["choice"], at, i), _schedule,
                  (ident, wl, spec, best["choice"], grain, at, i, give(secs[i]))) for i in order])
         results = dict(zip(order, solved, strict=True))
