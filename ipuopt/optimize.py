@@ -21,6 +21,7 @@ as the ceiling that decides which candidates the bound's model must hold.
 from __future__ import annotations
 
 import json
+import math
 import time
 from dataclasses import replace
 from typing import Any
@@ -42,7 +43,8 @@ from ipuopt.workloads.workload import Workload
 
 # Shares of the time left when each stage starts (building the layout problem takes what it
 # needs first): the plans, the finalists' greedy runs, the placement, then auto has the rest.
-SHARES = {"plans": 0.15, "finalists": 0.4, "bound": 0.2, "placement": 0.35, "schedules": 1.0}
+SHARES = {"plans": 0.15, "finalists": 0.4, "bound": 0.2, "placement": 0.35}
+REPLAY_RESERVE = 0.05  # of the time left for the schedules: replaying them and writing the run
 
 
 _GENERATIONS: dict[str, Generation] = {}  # per process: the last plan generated, made once
@@ -57,7 +59,27 @@ def _generation(ident: str, wl: Workload, spec: Spec, choice: dict[str, str], gr
 
 
 def _params(given: SolveParams | float) -> SolveParams:
-    return given if isinstance(given, SolveParams) else SolveParams(given)
+    """A cell's budget; plain seconds (on a worker) start counting at once, so that generating
+    the plan there is inside it."""
+    if isinstance(given, SolveParams):
+        return given
+    params = SolveParams(given)
+    params.start_clock()
+    return params
+
+
+def packed(weights: list[int], at_once: int) -> list[float]:
+    """Each cell's share of a stage's time when `at_once` run together: the cells dealt out
+    largest first to the least loaded runner (as Dask takes them, submitted in that order),
+    each given its weight's part of its runner's load; so no runner's cells add up to more
+    than the stage."""
+    loads = [0] * max(1, at_once)
+    runner = {}
+    for i in sorted(range(len(weights)), key=lambda i: -weights[i]):
+        j = loads.index(min(loads))
+        loads[j] += weights[i]
+        runner[i] = j
+    return [weights[i] / loads[runner[i]] if loads[runner[i]] else 1.0 for i in range(len(weights))]
 
 
 def _finalist(ident: str, wl: Workload, spec: Spec, choice: dict[str, str], grain: Any,
@@ -139,7 +161,7 @@ def optimize(wl: Workload, spec: Spec, grain: int | str | None = None, k: int = 
     cells = cells or Cells(stop=params.stop)
     par = cells.parallel
     unique = list({json.dumps(p["choice"], sort_keys=True): p["choice"] for p in plans}.values())
-    each = SHARES["finalists"] * params.budget() * min(par, len(unique)) / len(unique)
+    each = SHARES["finalists"] * params.budget() / math.ceil(len(unique) / par)
     tell({"task": f"finalists: {len(unique)} programs"})
     replays = cells.run("finalists", [
         Cell(cell_key("finalist", ident, c), _finalist, (ident, wl, spec, c, grain, give(each)))
@@ -165,7 +187,7 @@ def optimize(wl: Workload, spec: Spec, grain: int | str | None = None, k: int = 
         tell({"task": f"placement of {best['name']}"})
         stage = budget("placement")
         arena, named = placements(gen, stage, progress=progress)
-        share = (1 - PLACE_SHARE) * stage.budget() * min(par, len(named)) / len(named)
+        share = (1 - PLACE_SHARE) * stage.budget() / math.ceil(len(named) / par)
         found = cells.run(f"placements ({so_far(best, bound)})", [
             Cell(cell_key("placement", ident, best["choice"], offsets), _placement,
                  (ident, wl, spec, best["choice"], grain, offsets, give(share))) for _, offsets in named])
@@ -178,11 +200,11 @@ def optimize(wl: Workload, spec: Spec, grain: int | str | None = None, k: int = 
             placed = judged(gen, arena, "greedy", candidates)
     if placed is not None and not params.stop.interrupted and params.stop.left() > took:
         tell({"task": f"schedules of {best['name']}"})
-        total = budget("schedules").budget()
+        left = params.budget() or 0.0
+        total = left - max(2.0, REPLAY_RESERVE * left)  # then the replay and the file
         weights = [len(gp.phase.transfers) + 1 for gp in gen.phases]
-        # the largest first, each given its share of the time left times the cells at once
-        order = sorted(range(len(gen.phases)), key=lambda i: -weights[i])
-        secs = {i: min(total, total * min(par, len(order)) * 0.9 * weights[i] / sum(weights)) for i in order}
+        order = sorted(range(len(gen.phases)), key=lambda i: -weights[i])  # the largest first
+        secs = {i: total * part for i, part in enumerate(packed(weights, par))}
         at = placed["offsets"]
         solved = cells.run(f"schedules ({so_far(best, bound)})", [
             Cell(cell_key("schedule", ident, best["choice"], at, i), _schedule,
