@@ -69,17 +69,14 @@ def _params(given: SolveParams | float) -> SolveParams:
 
 
 def packed(weights: list[int], at_once: int) -> list[float]:
-    """Each cell's share of a stage's time when `at_once` run together: the cells dealt out
-    largest first to the least loaded runner (as Dask takes them, submitted in that order),
-    each given its weight's part of its runner's load; so no runner's cells add up to more
-    than the stage."""
+    """Each cell's share of a stage's time when `at_once` run together: dealt largest first to
+    the least loaded runner (as Dask takes them, submitted in that order), a cell's share is
+    its weight over the most loaded runner's; every runner's cells then add up to at most the
+    stage, in weight or in time alike."""
     loads = [0] * max(1, at_once)
-    runner = {}
-    for i in sorted(range(len(weights)), key=lambda i: -weights[i]):
-        j = loads.index(min(loads))
-        loads[j] += weights[i]
-        runner[i] = j
-    return [weights[i] / loads[runner[i]] if loads[runner[i]] else 1.0 for i in range(len(weights))]
+    for w in sorted(weights, reverse=True):
+        loads[loads.index(min(loads))] += w
+    return [w / max(loads) if max(loads) else 1.0 for w in weights]
 
 
 def _finalist(ident: str, wl: Workload, spec: Spec, choice: dict[str, str], grain: Any,

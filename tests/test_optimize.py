@@ -116,3 +116,23 @@ def test_ctrl_c_keeps_the_finished_cells_and_the_same_command_resumes(tmp_path: 
 def test_an_unreachable_cluster_is_one_line() -> None:
     r = run_cli(*ARGS, "--cluster", "tcp://127.0.0.1:1", "--quiet")
     assert r.returncode == 2 and "--cluster" in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
+
+
+def test_packed_cells_never_add_up_past_their_stage() -> None:
+    """Dealt largest first to the least loaded runner, each runner's shares sum to at most 1."""
+    import random
+
+    from ipuopt.optimize import packed
+
+    rng = random.Random(0)
+    for _ in range(200):
+        weights = [rng.randint(1, 50_000) for _ in range(rng.randint(1, 12))]
+        at_once = rng.randint(1, 4)
+        parts = packed(weights, at_once)
+        loads = [0] * at_once  # replay the deal: Dask takes them in this order
+        ends = []
+        for i in sorted(range(len(weights)), key=lambda i: -weights[i]):
+            j = loads.index(min(loads))
+            loads[j] += parts[i] * 1_000_000
+            ends.append(loads[j])
+        assert max(ends) <= 1_000_000 + 1e-6 and all(0 < p <= 1 for p in parts)
