@@ -32,6 +32,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 from ortools.sat.python import cp_model
 
 from ipuopt.backends import cpsat
@@ -41,13 +42,15 @@ from ipuopt.layout.moves import Moves
 from ipuopt.layout.pricing import Held, Lanes, move_lanes
 from ipuopt.params import SolveParams, Stopped
 from ipuopt.spec import Spec
-from ipuopt.workloads.fragments import Grain, grain_name
+from ipuopt.workloads.fragments import Grain, grain_name, lane_work
 from ipuopt.workloads.gemm import PARTIAL_BYTES
-from ipuopt.workloads.geometry import operand_needs, weight_home
+from ipuopt.workloads.geometry import operand_needs, reduction_routes, weight_home
+from ipuopt.workloads.records import Need
 from ipuopt.workloads.workload import Operator, Workload
 
 MAX_CANDIDATES = 4000  # per GEMM in the model; the rest are bounded by `outside`
 _TOP = 10**12  # cycles: above any term
+_PARTIALS_APART = 1 << 30  # batch coordinates between two partials' copies of a block
 
 
 @dataclass
@@ -103,7 +106,27 @@ def _terms(cat: Catalogue, op: Operator, c: Cand) -> _Terms:
         return _Terms(0, 0, 0, 0, 1, passes)
     parts = c.source.layout.parts  # type: ignore[union-attr]
     reduce = math.ceil((parts - 1) * why["piece"] * PARTIAL_BYTES / rate) if parts > 1 else 0
-    return _Terms(c.doc["compute"] - reduce, reduce, why["weights"], why["reduction"], parts, passes)
+    reduction = max(why["reduction"], _pair_reduction(cat, op, c)) if parts > 1 else 0
+    return _Terms(c.doc["compute"] - reduce, reduce, why["weights"], reduction, parts, passes)
+
+
+def _pair_reduction(cat: Catalogue, op: Operator, c: Cand) -> int:
+    """The pair bound of a reduction in closed form: tiles 0 and 1 (a pair on the specs that
+    pair them) are grid tiles of group 0 and each sends every piece of its block but its own,
+    P - 1 pieces of at least the smallest piece's size."""
+    spec, src = cat.spec, c.source
+    assert src is not None
+    lay = src.layout
+    if src.tiles_used < 2 or spec.partner(0) != 1:
+        return 0
+    batch, m, k, n = cat.wl.gemm_dims(op)
+    piece = src.batches_per_group * (m // lay.rows // lay.sub_a) * (n // lay.cols // lay.sub_b)
+    if piece <= 0:
+        return 0
+    lanes = Lanes(spec, pairs=True)
+    one = lane_work(np.ones(1, dtype=np.int64), np.array([piece * PARTIAL_BYTES]), cat.grain,
+                    lanes.pair_cost, spec.exchange.word_bytes)
+    return (lay.parts - 1) * int(one[0]) + spec.latency(0, 1)
 
 
 class _Program:
@@ -191,8 +214,12 @@ def program_bound(wl: Workload, spec: Spec, grain: Grain = None, upper: int | No
             break
         try:
             for key in unpriced:
-                phase = isinstance(key[1], int)
-                model.add(key, _phase_price(moves, model, *key) if phase else moves.price(*key))
+                if not isinstance(key[1], int):
+                    model.add(key, moves.price(*key))
+                elif key[2] == "reduction":
+                    model.add(key, _reduction_price(moves, model, key[0], key[1]))
+                else:
+                    model.add(key, _phase_price(moves, model, *key))
         except Stopped:  # the bound so far holds: prices only ever raise it
             break
         say(f"program bound: round {rounds}, {best} cycles; "
@@ -233,6 +260,27 @@ def _phase_price(moves: Moves, model: _BoundModel, g: str, i: int,
     return lanes.bound()
 
 
+def _reduction_price(moves: Moves, model: _BoundModel, g: str, i: int) -> int:
+    """Load bound of GEMM `g`'s reduction with candidate `i`, tile pairs' transmit lanes
+    included: every partial piece to its owner (`geometry.reduction_routes`; each partial's
+    copy told apart by shifting its batch coordinate, for the overlap test only)."""
+    cat = moves.cat
+    op = next(o for o in cat.ops if o.name == g)
+    c = model.held[g][i].source
+    assert c is not None
+    pieces, needs = reduction_routes(cat.wl, op, c, 0, 0, 0)
+
+    def apart(box: Any, partial: int | None) -> Any:
+        (b0, b1), *rest = box
+        return ((b0 + (partial or 0) * _PARTIALS_APART, b1 + (partial or 0) * _PARTIALS_APART), *rest)
+
+    lanes = Lanes(cat.spec, pairs=True)
+    move_lanes(Held.of([(p.tile, apart(p.box, p.partial)) for p in pieces]),
+               [Need(n.tiles, apart(n.box, n.partial), 0) for n in needs], PARTIAL_BYTES, cat.spec,
+               cat.grain, lanes)
+    return lanes.bound()
+
+
 def _floor(t: _Terms, c: Cand, sync: int) -> int:
     """What a GEMM candidate adds to any program at least: its input phase (sync and the
     largest of its weight broadcast and each operand's move floor), its compute, and its
@@ -249,6 +297,7 @@ class _Boundary:
 
     phase: str
     gemm: str | None  # whose input or reduction phase it is
+    reduction: bool
     compute: list[tuple[str, list[int]]]
     sync: list[tuple[str, list[int]]]
     exchange: list[tuple[str, list[int]]] = field(default_factory=list)
@@ -268,9 +317,14 @@ class _BoundModel:
         self.boundaries = self._walk(sync)
         self._build()
 
-    def phase_key(self, b: _Boundary, plan: dict[str, int]) -> tuple[str, int, tuple[tuple[str, str], ...]]:
+    def phase_key(self, b: _Boundary, plan: dict[str, int]) -> tuple[str, int, Any] | None:
+        """What a phase's price depends on: the GEMM's candidate and, for its input phase, the
+        layouts its producers leave (None: the plan has no such phase)."""
         g = b.gemm
-        assert g is not None
+        if g is None or (b.reduction and self.terms[g][plan[g]].parts == 1):
+            return None
+        if b.reduction:
+            return g, plan[g], "reduction"
         return g, plan[g], tuple((src, self._have(src, plan)) for src, _, _ in b.moves if src is not None)
 
     def _walk(self, sync: int) -> list[_Boundary]:
@@ -284,17 +338,17 @@ class _BoundModel:
                 continue
             g, ts = op.name, terms[op.name]
             reading_input = any(self.cat.wl.tensors[v.tensor].input for v in op.inputs)
-            b = _Boundary(f"{g}-{'input' if reading_input else 'redistribution'}", g, group,
+            b = _Boundary(f"{g}-{'input' if reading_input else 'redistribution'}", g, False, group,
                           [(g, [sync] * len(ts))], [(g, [tm.weights for tm in ts])])
             b.moves = [(self.prog.layout_of(t), g, t) for _, t in self.cat.inputs(op)]
             out.append(b)
             if any(tm.parts > 1 for tm in ts):
-                out.append(_Boundary(f"{g}-reduction", None,
+                out.append(_Boundary(f"{g}-reduction", g, True,
                                      [(g, [tm.multiply if tm.parts > 1 else 0 for tm in ts])],
                                      [(g, [sync if tm.parts > 1 else 0 for tm in ts])],
                                      [(g, [tm.reduction for tm in ts])]))
             group = [(g, [tm.last for tm in ts])]
-        out.append(_Boundary("", None, group, []))
+        out.append(_Boundary("", None, False, group, []))
         return out
 
     def _have(self, src: str | None, plan: dict[str, int]) -> str:
@@ -306,9 +360,9 @@ class _BoundModel:
         return 0 if have == need else self.prices.get((t, have, need), c.moves[t])
 
     def unpriced(self, plan: dict[str, int]) -> list[tuple]:
-        """The input phases of `plan` and the moves in them not priced yet."""
-        out: list[tuple] = [self.phase_key(b, plan) for b in self.boundaries
-                            if b.moves and self.phase_key(b, plan) not in self.phases]
+        """The phases of `plan` and the moves in them not priced yet."""
+        keys = [self.phase_key(b, plan) for b in self.boundaries]
+        out: list[tuple] = [k for k in keys if k is not None and k not in self.phases]
         for b in self.boundaries:
             for src, g, t in b.moves:
                 key = (t, self._have(src, plan), self.held[g][plan[g]].doc["needs"][t])
@@ -325,7 +379,8 @@ class _BoundModel:
             return self._price(t, self._have(src, plan), self.held[g][plan[g]])
 
         def phase(b: _Boundary) -> int:
-            return self.phases.get(self.phase_key(b, plan), 0) if b.moves else 0
+            key = self.phase_key(b, plan)
+            return 0 if key is None else self.phases.get(key, 0)
 
         return [{"phase": b.phase or "(final compute)", "compute": at(b.compute), "sync": at(b.sync),
                  "exchange": max([at(b.exchange), phase(b), *(moved(*mv) for mv in b.moves)])}
@@ -343,7 +398,7 @@ class _BoundModel:
         self._memory(m, x)
         self.labels: dict[tuple[str, str, str], Any] = {}
         self.move_vars: dict[tuple[str | None, str, str], Any] = {}
-        self.exchange_vars: dict[str, Any] = {}  # GEMM -> its input phase's exchange
+        self.exchange_vars: dict[tuple[str, bool], Any] = {}  # (GEMM, reduction?) -> its phase's
 
         def expr(h: str, values: list[int]) -> Any:
             return sum(v * lit for v, lit in zip(values, x[h], strict=True) if v)
@@ -362,8 +417,8 @@ class _BoundModel:
             for src, g, t in b.moves:
                 move = self.move_vars[(src, g, t)] = at_least([(g, [c.moves[t] for c in self.held[g]])])
                 m.add(exchange >= move)
-            if b.gemm is not None and b.moves:
-                self.exchange_vars[b.gemm] = exchange
+            if b.gemm is not None:
+                self.exchange_vars[(b.gemm, b.reduction)] = exchange
             objective.append(exchange)
         m.minimize(sum(objective))
 
@@ -382,8 +437,9 @@ class _BoundModel:
         if isinstance(key[1], int):
             g, i, haves = key
             self.phases[key] = cycles
-            self.m.add(self.exchange_vars[g] >= cycles).only_enforce_if(
-                [self.x[g][i], *(self._chosen(h, "output", a) for h, a in haves)])
+            reduction = haves == "reduction"
+            self.m.add(self.exchange_vars[(g, reduction)] >= cycles).only_enforce_if(
+                [self.x[g][i], *(() if reduction else (self._chosen(h, "output", a) for h, a in haves))])
             return
         t, have, need = key
         self.prices[key] = cycles
