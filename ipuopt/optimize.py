@@ -34,7 +34,7 @@ from ipuopt.params import Interrupted, Progress, SolveParams, Stopped
 from ipuopt.result import Result, gap
 from ipuopt.spec import Spec
 from ipuopt.workloads.arena_export import readdress
-from ipuopt.workloads.gemm import GemmLayout
+from ipuopt.workloads.gemm import GemmLayout, default_layout
 from ipuopt.workloads.phases import generate
 from ipuopt.workloads.program import run_program
 from ipuopt.workloads.records import Generation
@@ -43,7 +43,8 @@ from ipuopt.workloads.workload import Workload
 
 # Shares of the time left when each stage starts (building the layout problem takes what it
 # needs first): the plans, the finalists' greedy runs, the placement, then auto has the rest.
-SHARES = {"plans": 0.15, "finalists": 0.4, "bound": 0.2, "placement": 0.35}
+COMPILER = "compiler (default layouts, first-fit, greedy)"
+SHARES = {"build": 0.4, "plans": 0.15, "finalists": 0.4, "bound": 0.2, "placement": 0.35}
 REPLAY_RESERVE = 0.05  # of the time left for the schedules: replaying them and writing the run
 
 
@@ -140,21 +141,28 @@ def optimize(wl: Workload, spec: Spec, grain: int | str | None = None, k: int = 
         return params.share(SHARES[stage] * params.budget())
 
     tell({"task": "layout plans"})
+    building = params.share(SHARES["build"] * params.budget())
+    short = None  # why the layout model gave no plans
     try:
         problem, _ = build(wl, spec, BuildOptions(within=0.02 if k > 1 else 0.0, grain=grain), progress,
-                           params.stop.check)
+                           building.stop.check)
     except Stopped:
         if params.stop.interrupted:
             raise
-        return baseline_only(wl, spec, grain, "the time limit ran out while building the layout problem",
-                             t0, progress)
-    plan = select(problem, "milp", budget("plans"), k)
-    sol = plan.solution
-    plans = [{"name": f"layout plan {p['rank']}", "model_cycles": p["cycles"], "choice": p["choice"]}
-             for p in (sol.plans or [{"rank": 1, "cycles": sol.cycles, "choice": sol.choice}])]
-    if sol.beam and sol.beam.get("choice"):  # second: both baselines come first
-        beam_plan = {"name": "beam plan", "model_cycles": sol.beam["cycles"], "choice": sol.beam["choice"]}
-        plans.insert(1, beam_plan)
+        short = (f"the layout problem was not built within its {SHARES['build']:.0%} of the time limit: "
+                 "the compiler's default layouts are the only plan")
+    if short is None:
+        sol = select(problem, "milp", budget("plans"), k).solution
+        plans = [{"name": f"layout plan {p['rank']}", "model_cycles": p["cycles"], "choice": p["choice"]}
+                 for p in (sol.plans or [{"rank": 1, "cycles": sol.cycles, "choice": sol.choice}])]
+        if sol.beam and sol.beam.get("choice"):  # second: both baselines come first
+            plans.insert(1, {"name": "beam plan", "model_cycles": sol.beam["cycles"],
+                             "choice": sol.beam["choice"]})
+    else:
+        tell({"task": short})
+        plans = [{"name": COMPILER, "model_cycles": None,
+                  "choice": {op.name: default_layout(wl, op, spec).layout.label
+                             for op in wl.operators if op.kind == "gemm"}}]
     cells = cells or Cells(stop=params.stop)
     par = cells.parallel
     unique = list({json.dumps(p["choice"], sort_keys=True): p["choice"] for p in plans}.values())
@@ -172,6 +180,9 @@ def optimize(wl: Workload, spec: Spec, grain: int | str | None = None, k: int = 
             raise Interrupted("no program was replayed whole before the interrupt")
         return baseline_only(wl, spec, grain, "the time limit ran out before a plan's program was "
                                               "replayed", t0, progress)
+    if short and params.stop.expired():  # the default layouts' replay was all there was time for
+        return baseline_only(wl, spec, grain, "the time limit ran out while building the layout problem",
+                             t0, progress, finalists[0]["greedy"])
     best = min(finalists, key=lambda f: f["greedy"]["total_cycles"])
     final, schedules, placed = best["greedy"], "greedy", None
     bound = None
@@ -222,8 +233,10 @@ def optimize(wl: Workload, spec: Spec, grain: int | str | None = None, k: int = 
         "plan": best["name"], "model_cycles": best["model_cycles"], "schedules": schedules,
         "placement": placed["kept"] if schedules == "auto" else "first-fit (as generated)",
         "placement_gain_cycles": placed["before"] - placed["after"] if schedules == "auto" else 0,
-        "baselines": {"load-bound optimum plan, greedy": finalists[0]["greedy"]["total_cycles"],
-                      **({"compiler (beam plan, first-fit, greedy)": beam} if beam is not None else {})},
+        "baselines": {COMPILER: finalists[0]["greedy"]["total_cycles"]} if short else {
+            "load-bound optimum plan, greedy": finalists[0]["greedy"]["total_cycles"],
+            **({"compiler (beam plan, first-fit, greedy)": beam} if beam is not None else {})},
+        **({"plans_from": short} if short else {}),
         "finalists": [{"name": f["name"], "model_cycles": f["model_cycles"],
                        "greedy_cycles": f["greedy"]["total_cycles"],
                        "greedy_bound": f["greedy"]["lower_bound"], "choice": f["choice"]} for f in finalists],
@@ -235,14 +248,15 @@ def optimize(wl: Workload, spec: Spec, grain: int | str | None = None, k: int = 
 
 
 def baseline_only(wl: Workload, spec: Spec, grain: int | str | None, why: str, t0: float,
-                  progress: Progress | None) -> dict[str, Any]:
-    """The compiler's program when the time limit is too short for anything better: its
-    default layouts, first-fit placement and the greedy's first schedules (which always
-    complete, whatever the clock), with `optimize.fallback` saying why."""
-    if progress:
-        progress({"task": "baseline (default layouts, greedy)"})
-    run = run_program(generate(wl, spec, None, grain), "greedy").to_dict()
-    name = "compiler (default layouts, first-fit, greedy)"
+                  progress: Progress | None, run: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The compiler's program (`run` when replayed already) when the time limit is too short
+    for anything better: its default layouts, first-fit placement and the greedy's first
+    schedules (which always complete, whatever the clock), with `optimize.fallback` saying why."""
+    if run is None:
+        if progress:
+            progress({"task": "baseline (default layouts, greedy)"})
+        run = run_program(generate(wl, spec, None, grain), "greedy").to_dict()
+    name = COMPILER
     run["optimize"] = {"plan": name, "model_cycles": None, "schedules": "greedy",
                        "placement": "first-fit (as generated)", "placement_gain_cycles": 0,
                        "baselines": {name: run["total_cycles"]}, "finalists": [], "fallback": why,
