@@ -214,7 +214,7 @@ def program_bound(wl: Workload, spec: Spec, grain: Grain = None, upper: int | No
             converged = proven
             break
         try:  # the best plan's prices, and the next candidates' own phases in floor order
-            for key in unpriced + model.ahead(BULK):
+            for key in unpriced + model.ahead(BULK, found):
                 if key in model.prices or key in model.phases:
                     continue
                 if not isinstance(key[1], int):
@@ -318,27 +318,28 @@ class _BoundModel:
         # phase's, all its parts on the same lanes
         self.phases: dict[tuple[str, int, tuple[tuple[str, str], ...]], int] = {}
         self.boundaries = self._walk(sync)
-        self.cursor: dict[tuple[str, bool], int] = {}  # `ahead`: the next candidate per phase
+        self.cursor: dict[tuple, int] = {}  # `ahead`: the next candidate per phase and producers
         self._build()
 
-    def ahead(self, n: int) -> list[tuple]:
-        """Up to `n` more candidates per GEMM (the model holds them cheapest floor first) whose
-        own phases depend on nothing else: the reduction, and the input phase when every moved
-        operand is a graph input. Priced before any plan asks, the bound climbs faster."""
+    def ahead(self, n: int, plan: dict[str, int]) -> list[tuple]:
+        """Up to `n` more candidates per GEMM phase (the model holds them cheapest floor
+        first), priced before any plan asks so that the bound climbs faster: the reduction, and
+        the input phase with what its producers leave in `plan` (the model's best plan, whose
+        producers the next best plans often keep)."""
         out: list[tuple] = []
         for b in self.boundaries:
             g = b.gemm
-            if g is None or (not b.reduction and any(src is not None for src, _, _ in b.moves)):
+            if g is None:
                 continue
-            start = self.cursor.get((g, b.reduction), 0)
+            haves = () if b.reduction else self.phase_key(b, plan)[2]  # type: ignore[index]
+            at = self.cursor.get((g, b.reduction, haves), 0)
             picked = 0
-            i = start
-            while i < len(self.held[g]) and picked < n:
-                if not b.reduction or self.terms[g][i].parts > 1:
-                    out.append((g, i, "reduction" if b.reduction else ()))
+            while at < len(self.held[g]) and picked < n:
+                if not b.reduction or self.terms[g][at].parts > 1:
+                    out.append((g, at, "reduction" if b.reduction else haves))
                     picked += 1
-                i += 1
-            self.cursor[(g, b.reduction)] = i
+                at += 1
+            self.cursor[(g, b.reduction, haves)] = at
         return out
 
     def phase_key(self, b: _Boundary, plan: dict[str, int]) -> tuple[str, int, Any] | None:
