@@ -237,6 +237,13 @@ def program_bound(wl: Workload, spec: Spec, grain: Grain = None, upper: int | No
                         rounds, grain, time.perf_counter() - t0)
 
 
+def _gemm(model: _BoundModel, g: str, i: int) -> tuple[Operator, Any]:
+    """GEMM `g`'s operator and the layout of its held candidate `i`."""
+    c = model.held[g][i].source
+    assert c is not None
+    return next(o for o in model.cat.ops if o.name == g), c
+
+
 def _phase_price(moves: Moves, model: _BoundModel, g: str, i: int,
                  haves: tuple[tuple[str, str], ...]) -> int:
     """Load bound of GEMM `g`'s input phase with candidate `i`, its activations coming from
@@ -244,9 +251,7 @@ def _phase_price(moves: Moves, model: _BoundModel, g: str, i: int,
     tile pairs' transmit lanes included."""
     cat = moves.cat
     wl, spec, grain = cat.wl, cat.spec, cat.grain
-    op = next(o for o in cat.ops if o.name == g)
-    c = model.held[g][i].source
-    assert c is not None
+    op, c = _gemm(model, g, i)
     lanes = Lanes(spec, pairs=True)
     if wl.tensors[op.inputs[1].tensor].weight:
         home = Held.of([(p.tile, p.box) for p in weight_home(wl, op, c, 0)])
@@ -268,9 +273,7 @@ def _reduction_price(moves: Moves, model: _BoundModel, g: str, i: int) -> int:
     included: every partial piece to its owner (`geometry.reduction_routes`; each partial's
     copy told apart by shifting its batch coordinate, for the overlap test only)."""
     cat = moves.cat
-    op = next(o for o in cat.ops if o.name == g)
-    c = model.held[g][i].source
-    assert c is not None
+    op, c = _gemm(model, g, i)
     pieces, needs = reduction_routes(cat.wl, op, c, 0, 0, 0)
 
     def apart(box: Any, partial: int | None) -> Any:
