@@ -1,0 +1,114 @@
+"""The CP-SAT proof stage: the time-reversal symmetry break and the decision questions."""
+
+from __future__ import annotations
+
+import random
+
+from conftest import ROOT
+from ortools.sat.python import cp_model
+
+from ipuopt.exchange.cpsat import _Probes, build_model, mirrored, time_symmetric
+from ipuopt.exchange.greedy import greedy_schedule
+from ipuopt.exchange.openshop import openshop_phase, read_openshop
+from ipuopt.exchange.phase import Phase, Transfer
+from ipuopt.exchange.random_phase import random_phase
+from ipuopt.exchange.schedule import Schedule
+from ipuopt.exchange.solve import solve
+from ipuopt.exchange.timing import phase_timings
+from ipuopt.exchange.validate import validate
+from ipuopt.spec import load_spec
+
+
+def _optimum(spec, phase: Phase, break_mirror: bool) -> int:
+    timings = phase_timings(phase, spec)
+    em = build_model(spec, timings, upper=sum(tm.end_offset(tm.widths[0]) for tm in timings),
+                     break_mirror=break_mirror)
+    solver = cp_model.CpSolver()
+    solver.parameters.num_workers = 1
+    solver.parameters.max_time_in_seconds = 30
+    assert solver.solve(em.model) == cp_model.OPTIMAL
+    return int(solver.objective_value)
+
+
+def _random_openshop(rng: random.Random, n: int, m: int) -> Phase:
+    return openshop_phase([[rng.randint(1, 30) for _ in range(m)] for _ in range(n)], "r")
+
+
+def test_symmetry_holds_only_where_time_runs_both_ways() -> None:
+    spec = load_spec("openshop")
+    phase = _random_openshop(random.Random(0), 3, 3)
+    assert time_symmetric(spec, phase_timings(phase, spec))
+    with_dep = Phase(spec_ref="openshop", transfers=[
+        Transfer(id="a", src=0, dst=(2,), words=3), Transfer(id="b", src=1, dst=(2,), words=4, after=("a",))])
+    assert not time_symmetric(spec, phase_timings(with_dep, spec))
+    gc200 = load_spec("gc200")  # overhead, latency, lead and hazards break the symmetry
+    assert not time_symmetric(gc200, phase_timings(random_phase(gc200, 20, seed=1), gc200))
+    assert "mirror_broken" not in build_model(gc200, phase_timings(random_phase(gc200, 20, seed=1), gc200),
+                                              upper=10_000).stats
+
+
+def test_mirror_break_keeps_the_optimum() -> None:
+    """On random open shops the optimum with one of each mirror pair kept is the optimum."""
+    spec = load_spec("openshop")
+    rng = random.Random(4)
+    for _ in range(12):
+        phase = _random_openshop(rng, rng.randint(2, 4), rng.randint(2, 4))
+        assert _optimum(spec, phase, True) == _optimum(spec, phase, False)
+
+
+def test_a_mirrored_schedule_is_a_schedule() -> None:
+    spec = load_spec("openshop")
+    phase = openshop_phase(read_openshop(ROOT / "tests" / "data" / "openshop" / "ta4x4_1os.txt"))
+    timings = phase_timings(phase, spec)
+    starts, widths = greedy_schedule(phase, spec)
+    back = mirrored(timings, (starts, widths))
+    assert back[0] != starts
+    for s in ((starts, widths), back):
+        assert validate(phase, spec, Schedule(*s)).ok
+
+
+def test_probes_ask_the_bound_first_then_bisect() -> None:
+    p = _Probes(100, 120)
+    assert p.next(10.0) == (100, 10.0 * _Probes.FIRST_SHARE)
+    p.answer(100, cp_model.INFEASIBLE, None)
+    assert p.lo == 101
+    target, _ = p.next(10.0)
+    assert target == (101 + 119) // 2
+    p.answer(target, cp_model.OPTIMAL, 108)  # a schedule below the question
+    assert p.hi == 108
+    opened, _ = p.next(10.0)
+    p.answer(opened, cp_model.UNKNOWN, None)  # left open: the next question is nearer hi
+    again, _ = p.next(10.0)
+    assert opened < again <= 107
+    p.answer(again, cp_model.INFEASIBLE, None)
+    while p.lo < p.hi:
+        target, share = p.next(10.0)
+        if target == p.hi - 1:
+            assert share == 10.0  # the last question gets all the time left
+        p.answer(target, cp_model.INFEASIBLE, None)
+    assert p.lo == p.hi == 108
+    assert [q for q, a in p.log if a == "open"] == [opened]
+    assert p.refuted == len(p.log) - 2
+
+
+def test_decision_questions_prove_what_optimising_left_open() -> None:
+    """With almost no time to optimise, the decision questions find and prove the optimum
+    (Brucker et al. j5-per0-0: 1,042 above its load bound 1,000): the bound asked first,
+    refuted, then bisection; the schedule kept is valid."""
+    spec = load_spec("openshop")
+    phase = openshop_phase(read_openshop(ROOT / "tests" / "data" / "openshop" / "j5-per0-0.txt"))
+    for workers in (1, 2):
+        r = solve(phase, spec, "cpsat", {"time_limit": 30, "workers": workers, "seed": 0,
+                                         "prove_split": 0.001})
+        assert r.status == "optimal" and r.value == r.bound == 1042
+        assert r.extras["probes"][0] == [1000, "none"]
+        assert r.extras["probes"][-1] in ([1042, 1042], [1041, "none"])
+        assert validate(phase, spec, r.solution).ok
+
+
+def test_probes_end_when_the_last_question_stays_open() -> None:
+    p = _Probes(10, 12)
+    p.answer(10, cp_model.INFEASIBLE, None)
+    assert p.next(5.0) == (11, 5.0) and not p.done
+    p.answer(11, cp_model.UNKNOWN, None)
+    assert p.done and (p.lo, p.hi) == (11, 12)
