@@ -2,6 +2,7 @@
 proves what CP-SAT proves.
 
     .venv/bin/python benchmarks/small_dense.py [--phases 6] [--transfers 14] [--time-limit 60]
+                                               [--milp-solver highs|cbc]
 
 Random gc200 phases on 6 tiles (multicast up to 3, up to 200 words, addresses, pairs,
 dependencies). Per phase: CP-SAT's optimum and time, the MILP's status, horizon and time,
@@ -23,6 +24,7 @@ def main() -> None:
     ap.add_argument("--phases", type=int, default=6)
     ap.add_argument("--transfers", type=int, default=14)
     ap.add_argument("--time-limit", type=float, default=60.0)
+    ap.add_argument("--milp-solver", choices=("highs", "cbc"), default="highs")
     args = ap.parse_args()
     spec = load_spec("gc200")
     params = {"time_limit": args.time_limit, "workers": 1, "seed": 0}
@@ -34,7 +36,7 @@ def main() -> None:
         c = solve(ph, spec, "cpsat", params)
         tc = time.perf_counter() - t0
         t0 = time.perf_counter()
-        m = solve(ph, spec, "milp", params)
+        m = solve(ph, spec, "milp", {**params, "milp_solver": args.milp_solver})
         tm = time.perf_counter() - t0
         old = max(b.value for b in c.bounds if b.name != "clique")
         new = max(b.value for b in c.bounds)

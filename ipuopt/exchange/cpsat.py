@@ -232,11 +232,11 @@ class _Probes:
         self.open_at: int | None = None  # the highest T left undecided so far
         self.refuted = 0
         self.log: list[list] = []  # [T, answer] per question, in order
+        self.exhausted = False  # the last question, with all the time left, stayed open
 
     @property
     def done(self) -> bool:
-        """Proved, or the last question (all the time there was) left open."""
-        return self.lo >= self.hi or self.open_at == self.hi - 1
+        return self.lo >= self.hi or self.exhausted
 
     def next(self, remaining: float) -> tuple[int, float]:
         """The next T and its seconds."""
@@ -264,6 +264,7 @@ class _Probes:
             self.log.append([target, found])
         else:
             self.open_at = target if self.open_at is None else max(self.open_at, target)
+            self.exhausted = target >= self.hi - 1
             self.log.append([target, "open"])
 
 

@@ -125,7 +125,50 @@ def build_milp(spec: Spec, timings: list[Timing], upper: int, lower: int,
             for w in by_res.get(("wr", key), ()):
                 if r[0] != w[0]:
                     separate(("el", key), r, w, 0)
+    by_id = {tm.transfer.id: tm for tm in timings}
+    for (kind, key), items in by_res.items():
+        if kind in ("tx", "rx"):
+            check()
+            _lane_chains(prob, (kind, key), items, by_id, starts, horizon, order)
     return prob, starts, paired, horizon
+
+
+def _lane_chains(prob: pulp.LpProblem, res: tuple, items: list, by_id: dict[str, Timing],
+                 starts: dict, horizon: pulp.LpVariable, order: dict) -> None:
+    """Valid inequalities that make a lane's load visible to the LP relaxation.
+
+    For every transfer i that holds the lane at either width: what is ordered before i fits
+    between the lane's earliest start and i's start, and what is ordered after i fits
+    between i's end and the horizon (less the smallest tail after a lane's busy time). With
+    the order binaries y summing to one per pair, the two add up to the lane's load bound
+    at any fractional y, and every fixed order tightens them; big-M rows alone give the LP
+    a horizon of the longest transfer. Lengths and offsets are each transfer's smallest
+    over its widths (largest offset where that is the valid side), gaps for format
+    switches are left out: weaker, never invalid.
+    """
+    held: dict[str, list] = defaultdict(list)
+    for tid, w, off, ln, _ in items:
+        held[tid].append((w, off, ln))
+    always = {tid: occ for tid, occ in held.items() if len(occ) == len(by_id[tid].widths)}
+    if len(always) < 2:
+        return
+    lmin = {tid: min(ln for _, _, ln in occ) for tid, occ in always.items()}
+    omin = {tid: min(off for _, off, _ in occ) for tid, occ in always.items()}
+    omax = {tid: max(off for _, off, _ in occ) for tid, occ in always.items()}
+    first = min(omin.values())
+    tail = min(by_id[tid].end_offset(w) - off - ln for tid, occ in always.items() for w, off, ln in occ)
+
+    def before(a: str, b: str) -> Any:
+        y = order.get((res, a, b))
+        return y if y is not None else 1 - order[(res, b, a)]
+
+    for i in always:
+        others = [j for j in always if j != i]
+        n = prob.numConstraints()
+        prob.addConstraint(starts[i] + omax[i] - first >= pulp.lpSum(lmin[j] * before(j, i) for j in others),
+                           f"chain_before_{n}")
+        prob.addConstraint(horizon >= starts[i] + omin[i] + lmin[i] + tail
+                           + pulp.lpSum(lmin[j] * before(i, j) for j in others), f"chain_after_{n}")
 
 
 def solve_milp(inst: Instance, hint: Solution, params: SolveParams,
