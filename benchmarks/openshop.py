@@ -2,6 +2,7 @@
 
     .venv/bin/python benchmarks/openshop.py [--time-limit 60] [--workers 2] [--only ta]
                                             [--prove-split 1]   # the plain CP-SAT model
+                                            [--questions]  # the decision questions asked, in order
 
 Prints one row per instance (bound, greedy, exact, best known, status, time)
 and a summary: reached best known, proved optimal, median time.
@@ -32,6 +33,9 @@ def main() -> None:
     ap.add_argument("--prove-split", type=float, default=0.5,
                     help="share of the time for optimising before refuting shorter horizons; "
                          "1 gives the plain CP-SAT model")
+    ap.add_argument("--questions", action="store_true",
+                    help="print each instance's decision questions (T: refuted 'none', 'open', "
+                         "or the horizon found)")
     args = ap.parse_args()
     spec = load_spec("openshop")
     rows = index_rows(args.data, "openshop")
@@ -52,6 +56,8 @@ def main() -> None:
         print(f"{r['name']:<16} {r['set']:<9} {r['jobs'] + 'x' + r['machines']:>6} "
               f"{s.lower_bound:>6} {s.extras['greedy_horizon']:>7} {s.value:>6} {best:>6} "
               f"{s.status:<9} {dt:>6.1f}s", flush=True)
+        if args.questions and s.extras.get("probes"):
+            print("    questions: " + ", ".join(f"{t}: {a}" for t, a in s.extras["probes"]), flush=True)
     n = len(out)
     reached = sum(s.value <= int(r["best_known"]) for r, s, _ in out)
     better = [r["name"] for r, s, _ in out if s.value < int(r["best_known"])]

@@ -105,8 +105,8 @@ def _interrupt_at(args: list[str], marker: str, after: float = 0.5, twice: bool 
     assert proc.poll() is None, f"the command ended before it could be interrupted: {''.join(err)[-300:]}"
     t0 = time.perf_counter()
     proc.send_signal(signal.SIGINT)
-    if twice:
-        time.sleep(0.2)
+    if twice:  # soon enough that the first one's way out (a small phase's is quick) is not over
+        time.sleep(0.02)
         proc.send_signal(signal.SIGINT)
     out = proc.stdout.read()  # type: ignore[union-attr]
     proc.wait(timeout=60)

@@ -120,8 +120,8 @@ def build_model(spec: Spec, timings: list[Timing], upper: int,
         _format_constraints(m, by_kind["rx"], ex.format_switch, make, stats, fixed, check)
     if not fixed and not window and timings and time_symmetric(spec, timings) and break_mirror:
         # Reversing time maps every schedule to one of the same horizon: keep the half in
-        # which the longest transfer's midpoint is in the first half of the horizon.
-        tm = max(timings, key=lambda tm: min(tm.end_offset(w) for w in tm.widths))
+        # which the anchor's midpoint is in the first half of the horizon.
+        tm = mirror_anchor(timings)
         m.add(starts[tm.transfer.id] + completion(tm, starts, paired) <= horizon)
         stats["mirror_broken"] = 1
     by_id = {tm.transfer.id: tm for tm in timings}
@@ -141,6 +141,11 @@ def time_symmetric(spec: Spec, timings: list[Timing]) -> bool:
     return all(not tm.transfer.after and all(
         occ.offset == 0 and occ.length == tm.end_offset(w) for w in tm.widths
         for occ in tm.occupancies(w, spec)) for tm in timings)
+
+
+def mirror_anchor(timings: list[Timing]) -> Timing:
+    """The transfer whose midpoint the symmetry break keeps in the first half: the longest."""
+    return max(timings, key=lambda tm: min(tm.end_offset(w) for w in tm.widths))
 
 
 def mirrored(timings: list[Timing], solution: Solution) -> Solution:
@@ -299,7 +304,7 @@ def solve_cpsat(inst: Instance, hint: Solution, params: SolveParams,
         return Result(Status.FALLBACK, hint, upper, None, time.perf_counter() - t0, "cpsat",
                       {"reason": "stopped while building the model"})
     if em.stats.get("mirror_broken"):
-        tm = max(timings, key=lambda tm: min(tm.end_offset(w) for w in tm.widths))
+        tm = mirror_anchor(timings)
         tid = tm.transfer.id
         if 2 * hint[0][tid] + tm.end_offset(hint[1][tid]) > upper:
             hint = mirrored(timings, hint)  # the same schedule, in the half the model keeps
