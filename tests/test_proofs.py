@@ -144,3 +144,21 @@ def test_probes_end_when_the_last_question_stays_open_after_the_incumbent_fell()
     assert (target, share) == (6, 3.0) and not p.done
     p.answer(target, cp_model.UNKNOWN, None)
     assert p.done
+
+
+def test_a_race_keeps_to_the_wall_clock() -> None:
+    """Single-worker searches with seeds would take a deterministic limit (slower than the
+    clock here); raced for a caller that did not ask for reproducibility they keep to seconds."""
+    import time
+
+    from ipuopt.backends.cpsat import race
+    from ipuopt.params import SolveParams
+
+    spec = load_spec("openshop")
+    phase = openshop_phase(read_openshop(ROOT / "tests" / "data" / "openshop" / "j5-per0-0.txt"))
+    em = build_model(spec, phase_timings(phase, spec), upper=1041, lower=1000)
+    em.model.clear_objective()
+    t0 = time.perf_counter()
+    _, code, solver = race([em.model], SolveParams(workers=2, seed=0), 0.3)
+    assert time.perf_counter() - t0 < 2.0
+    assert solver.parameters.max_time_in_seconds <= 0.3 + 1e-9

@@ -105,7 +105,9 @@ def race(models: list[cp_model.CpModel], params: SolveParams, time_limit: float
         solver = new_solver(params, time_limit)
         return 0, solve(models[0], solver), solver
     base = params.seed or 0
-    solvers = [new_solver(params.with_(workers=1, seed=base + i), time_limit) for i in range(workers)]
+    # each is one worker with a seed, yet not a reproducible run: keep to the wall clock
+    solvers = [new_solver(params.with_(workers=1, seed=base + i), time_limit, wall_clock=True)
+               for i in range(workers)]
     codes: list[Any] = [cp_model.UNKNOWN] * workers
 
     def run(i: int) -> None:
