@@ -17,6 +17,7 @@ geometric mean over the instances is printed.
 from __future__ import annotations
 
 import argparse
+import csv
 import math
 import re
 import subprocess
@@ -83,17 +84,17 @@ def side_by_side(args: argparse.Namespace) -> None:
     ratios = []
     with tempfile.TemporaryDirectory() as tmp:
         for r in rows:
-            csv = args.data / r["file"]
+            path = args.data / r["file"]
             cap = r["capacity"]
             out = Path(tmp) / "ipuopt.csv"
-            t_ip, ip = _timed(ipuopt + ["place", "--csv", str(csv), "--capacity", cap, "--solver",
+            t_ip, ip = _timed(ipuopt + ["place", "--csv", str(path), "--capacity", cap, "--solver",
                                         args.solver, "--time-limit", str(args.time_limit), "--seed",
                                         str(args.seed), "--out", str(out), "--json", "--quiet"],
                               args.time_limit)
-            arena = load_csv(csv, int(cap))
+            arena = load_csv(path, int(cap))
             placed = out.is_file() and validate_placement(arena, load_offsets(out)).ok
             by = re.search(r'"method": "([^"]+)"', ip.stdout)
-            t_mm, mm = _timed([str(args.minimalloc), f"--capacity={cap}", f"--input={csv}",
+            t_mm, mm = _timed([str(args.minimalloc), f"--capacity={cap}", f"--input={path}",
                                f"--output={Path(tmp) / 'mm.csv'}", f"--timeout={int(args.time_limit)}s",
                                "--validate"], args.time_limit)
             mm_ok = mm.returncode == 0 and "Validation PASS" in mm.stderr
@@ -111,10 +112,8 @@ def side_by_side(args: argparse.Namespace) -> None:
 
 def load_offsets(path: Path) -> dict[str, int]:
     """Offsets from the CSV `place --csv --out` writes (an `offset` column)."""
-    import csv as csvlib
-
     with open(path) as handle:
-        return {row.get("id") or row["buffer"]: int(row["offset"]) for row in csvlib.DictReader(handle)}
+        return {row.get("id") or row["buffer"]: int(row["offset"]) for row in csv.DictReader(handle)}
 
 
 if __name__ == "__main__":

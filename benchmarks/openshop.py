@@ -3,6 +3,7 @@
     .venv/bin/python benchmarks/openshop.py [--time-limit 60] [--workers 2] [--only ta]
                                             [--prove-split 1]   # the plain CP-SAT model
                                             [--questions]  # the decision questions asked, in order
+                                            [--decide T [--no-mirror]]  # one question per instance
 
 Prints one row per instance (bound, greedy, exact, best known, status, time)
 and a summary: reached best known, proved optimal, median time.
@@ -16,10 +17,15 @@ import sys
 import time
 from pathlib import Path
 
+from ortools.sat.python import cp_model
 from public_data import DEFAULT_ROOT, index_rows
 
+from ipuopt.backends.cpsat import race
+from ipuopt.exchange.cpsat import build_model
 from ipuopt.exchange.openshop import openshop_phase, read_openshop
 from ipuopt.exchange.solve import solve
+from ipuopt.exchange.timing import phase_timings
+from ipuopt.params import SolveParams
 from ipuopt.spec import load_spec
 
 
@@ -36,10 +42,17 @@ def main() -> None:
     ap.add_argument("--questions", action="store_true",
                     help="print each instance's decision questions (T: refuted 'none', 'open', "
                          "or the horizon found)")
+    ap.add_argument("--decide", type=int, default=None,
+                    help="ask only 'a schedule of horizon at most T?' of each instance (raced over "
+                         "--workers seeds, as the proof stage asks it)")
+    ap.add_argument("--no-mirror", action="store_true", help="with --decide: keep mirror pairs")
     args = ap.parse_args()
     spec = load_spec("openshop")
     rows = index_rows(args.data, "openshop")
     rows = [r for r in rows if args.only in r["name"]]
+    if args.decide is not None:
+        decide(args, spec, rows)
+        return
     print(f"{'instance':<16} {'set':<9} {'n x m':>6} {'bound':>6} {'greedy':>7} {'exact':>6} "
           f"{'best':>6} {'status':<9} {'time':>7}", flush=True)
     out = []
@@ -73,6 +86,20 @@ def main() -> None:
     if better:
         print(f"below the listed best known: {', '.join(better)}")
     sys.exit(0)
+
+
+def decide(args: argparse.Namespace, spec, rows: list[dict[str, str]]) -> None:
+    """One decision question per instance: refuted, a schedule found, or open at the limit."""
+    for r in rows:
+        phase = openshop_phase(read_openshop(args.data / r["set"] / f"{r['name']}.txt"), r["name"])
+        em = build_model(spec, phase_timings(phase, spec), args.decide, break_mirror=not args.no_mirror)
+        em.model.clear_objective()
+        t0 = time.perf_counter()
+        _, code, _ = race([em.model], SolveParams(workers=args.workers), args.time_limit)
+        answer = {cp_model.INFEASIBLE: "refuted", cp_model.OPTIMAL: "schedule found",
+                  cp_model.FEASIBLE: "schedule found"}.get(code, "open")
+        print(f"{r['name']:<16} T = {args.decide}: {answer} in {time.perf_counter() - t0:.1f}s "
+              f"({args.workers} seeds{', mirror pairs kept' if args.no_mirror else ''})", flush=True)
 
 
 if __name__ == "__main__":
