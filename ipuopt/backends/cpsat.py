@@ -75,8 +75,11 @@ def solve(model: cp_model.CpModel, solver: cp_model.CpSolver, progress: Progress
     """Solve with progress reports (solutions and bound moves); the CP-SAT status code."""
     if progress is not None and hasattr(solver, "best_bound_callback"):
         solver.best_bound_callback = lambda b: progress({"bound": int(b)})
-    code = solver.solve(model, ProgressCallback(progress) if progress else None)
     stop, deterministic = getattr(solver, "ipuopt_limits", (None, False))
+    if stop is not None and stop.is_set():
+        # asked before the search began: CP-SAT ignores stop_search() until solve() starts
+        solver.parameters.max_time_in_seconds = 0.0
+    code = solver.solve(model, ProgressCallback(progress) if progress else None)
     if stop is not None:
         stop.forget(solver.stop_search)
     sp = solver.parameters
