@@ -16,9 +16,8 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import time
-from collections import defaultdict
 
-from ipuopt.exchange.bounds import all_bounds
+from ipuopt.exchange.bounds import all_bounds, receive_lane_bounds
 from ipuopt.exchange.cpsat import solve_cpsat
 from ipuopt.exchange.greedy import best_greedy
 from ipuopt.exchange.instance import Instance
@@ -30,15 +29,8 @@ from ipuopt.spec import load_spec
 
 def busiest_receivers(inst: Instance, k: int) -> list[int]:
     """The k tiles whose receive lanes bound the horizon most (the endpoint bound's rule)."""
-    ex = inst.spec.exchange
-    work: dict[int, int] = defaultdict(int)
-    first: dict[int, int] = {}
-    for tm in inst.timings:
-        d = min(tm.duration.values())
-        for x, a in tm.arrival.items():
-            work[x] += ex.rx_lead + d
-            first[x] = min(first.get(x, a - ex.rx_lead), a - ex.rx_lead)
-    return sorted(work, key=lambda x: -(work[x] + first[x]))[:k]
+    bounds = receive_lane_bounds(inst.timings, inst.spec)
+    return sorted(bounds, key=lambda x: -bounds[x])[:k]
 
 
 def main() -> None:

@@ -17,7 +17,6 @@ geometric mean over the instances is printed.
 from __future__ import annotations
 
 import argparse
-import csv
 import math
 import re
 import subprocess
@@ -29,7 +28,7 @@ from pathlib import Path
 from public_data import DEFAULT_ROOT, index_rows
 
 from ipuopt.arena.greedy import best_fit
-from ipuopt.arena.problem import load_csv
+from ipuopt.arena.problem import load_csv, load_offsets
 from ipuopt.arena.solve import place
 from ipuopt.arena.validate import validate_placement
 
@@ -92,7 +91,7 @@ def side_by_side(args: argparse.Namespace) -> None:
                                         str(args.seed), "--out", str(out), "--json", "--quiet"],
                               args.time_limit)
             arena = load_csv(path, int(cap))
-            placed = out.is_file() and validate_placement(arena, load_offsets(out)).ok
+            placed = out.is_file() and validate_placement(arena, load_offsets(out, arena)).ok
             by = re.search(r'"method": "([^"]+)"', ip.stdout)
             t_mm, mm = _timed([str(args.minimalloc), f"--capacity={cap}", f"--input={path}",
                                f"--output={Path(tmp) / 'mm.csv'}", f"--timeout={int(args.time_limit)}s",
@@ -108,12 +107,6 @@ def side_by_side(args: argparse.Namespace) -> None:
         gm = math.exp(sum(math.log(x) for x in good) / len(good))
         print(f"\ngeometric mean ratio {gm:.2f} over {len(good)} of {len(rows)} instances; "
               f"ratio <= 1 on {sum(x <= 1 for x in good)}")
-
-
-def load_offsets(path: Path) -> dict[str, int]:
-    """Offsets from the CSV `place --csv --out` writes (an `offset` column)."""
-    with open(path) as handle:
-        return {row.get("id") or row["buffer"]: int(row["offset"]) for row in csv.DictReader(handle)}
 
 
 if __name__ == "__main__":

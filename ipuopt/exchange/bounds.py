@@ -21,13 +21,24 @@ def _ceil_div(a: int, b: int) -> int:
     return -(-a // b)
 
 
+def receive_lane_bounds(timings: list[Timing], spec: Spec) -> dict[int, int]:
+    """Per receiving tile: its receive-lane work after the earliest possible arrival."""
+    ex = spec.exchange
+    work: dict[int, int] = defaultdict(int)
+    first: dict[int, int] = {}
+    for tm in timings:
+        d = min(tm.duration.values())
+        for x, a in tm.arrival.items():
+            work[x] += ex.rx_lead + d
+            first[x] = min(first.get(x, a - ex.rx_lead), a - ex.rx_lead)
+    return {x: first[x] + w for x, w in work.items()}
+
+
 def endpoint_bound(timings: list[Timing], spec: Spec) -> Bound:
     """Per tile: receive-lane work after the earliest possible arrival, and transmit-lane
     work followed by the shortest latency; the receive lanes are disjoint intervals, as are
     the transmit lanes."""
     ex = spec.exchange
-    rx_work: dict[int, int] = defaultdict(int)
-    rx_first: dict[int, int] = {}
     tx_work: dict[int, int] = defaultdict(int)
     tx_tail: dict[int, int] = {}
     for tm in timings:
@@ -36,12 +47,8 @@ def endpoint_bound(timings: list[Timing], spec: Spec) -> Bound:
         tx_work[t.src] += ex.tx_overhead + d
         lat = min(tm.arrival.values()) - ex.tx_overhead
         tx_tail[t.src] = min(tx_tail.get(t.src, lat), lat)
-        for x, a in tm.arrival.items():
-            rx_work[x] += ex.rx_lead + d
-            rx_first[x] = min(rx_first.get(x, a - ex.rx_lead), a - ex.rx_lead)
     best = Bound("endpoint", 0, "")
-    for x, work in rx_work.items():
-        v = rx_first[x] + work
+    for x, v in receive_lane_bounds(timings, spec).items():
         if v > best.value:
             best = Bound("endpoint", v, f"receive lane of tile {x}")
     for s, work in tx_work.items():

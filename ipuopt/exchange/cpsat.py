@@ -118,7 +118,7 @@ def build_model(spec: Spec, timings: list[Timing], upper: int,
     _element_constraints(m, by_kind, ex.write_hazard, ex.tx_overhead, make, stats, fixed, check)
     if ex.format_switch:
         _format_constraints(m, by_kind["rx"], ex.format_switch, make, stats, fixed, check)
-    if not fixed and not window and timings and time_symmetric(spec, timings) and break_mirror:
+    if break_mirror and not fixed and not window and timings and time_symmetric(spec, timings):
         # Reversing time maps every schedule to one of the same horizon: keep the half in
         # which the anchor's midpoint is in the first half of the horizon.
         tm = mirror_anchor(timings)
