@@ -31,6 +31,7 @@ from ipuopt.arena.greedy import best_fit
 from ipuopt.arena.problem import load_csv, load_offsets
 from ipuopt.arena.solve import place
 from ipuopt.arena.validate import validate_placement
+from ipuopt.errors import InputError
 
 
 def main() -> None:
@@ -85,13 +86,16 @@ def side_by_side(args: argparse.Namespace) -> None:
         for r in rows:
             path = args.data / r["file"]
             cap = r["capacity"]
-            out = Path(tmp) / "ipuopt.csv"
+            out = Path(tmp) / f"{path.stem}.ipuopt.csv"  # one per instance: never a stale answer
             t_ip, ip = _timed(ipuopt + ["place", "--csv", str(path), "--capacity", cap, "--solver",
                                         args.solver, "--time-limit", str(args.time_limit), "--seed",
                                         str(args.seed), "--out", str(out), "--json", "--quiet"],
                               args.time_limit)
             arena = load_csv(path, int(cap))
-            placed = out.is_file() and validate_placement(arena, load_offsets(out, arena)).ok
+            try:
+                placed = out.is_file() and validate_placement(arena, load_offsets(out, arena)).ok
+            except InputError:  # a placement without every buffer: not placed
+                placed = False
             by = re.search(r'"method": "([^"]+)"', ip.stdout)
             t_mm, mm = _timed([str(args.minimalloc), f"--capacity={cap}", f"--input={path}",
                                f"--output={Path(tmp) / 'mm.csv'}", f"--timeout={int(args.time_limit)}s",

@@ -235,3 +235,21 @@ def test_reschedule_keeps_a_placement_only_when_the_phases_get_shorter(tmp_path:
     gen = generate(load_workload("mini-mlp"), load_spec("test64"), grain=64)
     arena = arena_from_dict(arena_document(gen))
     assert validate_placement(arena, doc["offsets"]).ok
+
+
+def test_an_arena_the_search_places_never_imports_cpsat() -> None:
+    """Importing OR-Tools costs more than the search needs on many arenas; auto's race starts
+    CP-SAT only after the search's head start, so on A (placed by the search at once) the
+    command must never load it (the head start is raised here so that a slow machine cannot
+    make the search miss it). K, which needs CP-SAT, is the test above."""
+    import subprocess
+    import sys
+
+    code = ("import sys; from ipuopt.arena.problem import load_csv; from ipuopt.arena import solve; "
+            "solve.HEAD_START = 10; place = solve.place; "
+            f"a = load_csv({str(DATA / 'minimalloc' / 'A.1048576.csv')!r}, 1048576); "
+            "r = place(a, 'fit', 'auto', {'time_limit': 60}); "
+            "print(r.method, 'ortools' in ' '.join(sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["search", "False"]

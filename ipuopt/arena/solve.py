@@ -10,15 +10,10 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from ortools.sat.python import cp_model
-
-from ipuopt.arena.cpsat import ArenaModel
 from ipuopt.arena.greedy import best_greedy, shift_baseline
-from ipuopt.arena.milp import solve_arena_milp
 from ipuopt.arena.problem import OBJECTIVES, Arena
 from ipuopt.arena.search import search_fit
 from ipuopt.arena.validate import validate_placement
-from ipuopt.backends import cpsat
 from ipuopt.errors import InputError
 from ipuopt.params import Progress, SolveParams, run_interruptible
 from ipuopt.registry import method
@@ -89,29 +84,43 @@ class _Run:
 
 
 class _CpsatRun:
-    """One CP-SAT solve of the arena model, in this thread (`run`) or another (`start`)."""
+    """One CP-SAT solve of the arena model, in this thread (`run`) or another (`start`).
+
+    OR-Tools is imported and the model built by `run` itself: importing CP-SAT costs about
+    0.3 s (it brings pandas), more than the exact search needs on many arenas, so a command
+    that never asks CP-SAT never pays for it."""
 
     def __init__(self, run: _Run, params: SolveParams, wall_clock: bool = False) -> None:
-        self.model = ArenaModel(run.arena, run.objective)
-        self.model.hint(run.hint())
-        self.solver = cpsat.new_solver(params, run.remaining(), wall_clock)
-        self.code: Any = cp_model.UNKNOWN
+        self.owner, self.params, self.wall_clock = run, params, wall_clock
+        self.solver: Any = None
+        self.status = Status.UNKNOWN
         self.offsets: dict[str, int] | None = None
         self.decisive = threading.Event()  # set on a proof: optimal (or found, for fit) or infeasible
         self.cancelled = threading.Event()
         self.thread: threading.Thread | None = None
 
     def run(self) -> None:
-        if not self.cancelled.is_set():
-            self.code = self.solver.solve(self.model.model)
-        if self.code in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-            self.offsets = self.model.read(self.solver)
-        if self.code in (cp_model.OPTIMAL, cp_model.INFEASIBLE):
+        from ipuopt.arena.cpsat import ArenaModel
+        from ipuopt.backends import cpsat
+
+        run = self.owner
+        if self.cancelled.is_set():
+            return
+        model = ArenaModel(run.arena, run.objective)
+        model.hint(run.hint())
+        self.solver = cpsat.new_solver(self.params, run.remaining(), self.wall_clock)
+        if self.cancelled.is_set():
+            return
+        self.status = cpsat.STATUS.get(self.solver.solve(model.model), Status.UNKNOWN)
+        if self.status in (Status.OPTIMAL, Status.FEASIBLE):
+            self.offsets = model.read(self.solver)
+        if self.status in (Status.OPTIMAL, Status.INFEASIBLE):
             self.decisive.set()
 
     def start(self) -> None:
-        self.thread = threading.Thread(target=self.run, daemon=True)
-        self.thread.start()
+        if self.thread is None:
+            self.thread = threading.Thread(target=self.run, daemon=True)
+            self.thread.start()
 
     def finish(self, stop: bool) -> None:
         """Wait for the thread; with `stop`, end its search first. CP-SAT ignores a stop
@@ -119,7 +128,7 @@ class _CpsatRun:
         if stop:
             self.cancelled.set()
         while self.thread is not None and self.thread.is_alive():
-            if stop:
+            if stop and self.solver is not None:
                 self.solver.stop_search()
             self.thread.join(0.05)
 
@@ -127,11 +136,11 @@ class _CpsatRun:
         """Its placement, optimality or infeasibility proof into the run."""
         run.add("cpsat", self.offsets)
         if self.offsets is not None:
-            if self.code == cp_model.OPTIMAL:
+            if self.status == Status.OPTIMAL:
                 run.status = Status.OPTIMAL
             elif run.objective == "conflicts":
                 run.bound = max(run.bound, int(self.solver.best_objective_bound) // (run.arena.capacity + 1))
-        elif self.code == cp_model.INFEASIBLE:
+        elif self.status == Status.INFEASIBLE:
             run.infeasible("cpsat", "proved infeasible by CP-SAT")
 
 
@@ -141,24 +150,34 @@ def _exhaustive(arena: Arena) -> bool:
     return all(b.offset is None and b.alias_of is None for b in arena.buffers)
 
 
+# The search alone for this long before CP-SAT joins a race: it places most arenas that it
+# places at all in a fraction of a second, and a CP-SAT started at once (its import and model)
+# would slow it on the shared cores for nothing.
+HEAD_START = 0.25
+
+
 def run_search(run: _Run, race: bool = False) -> None:
     """The exact search (fit and peak), alone or racing CP-SAT on the other core. Search and
     CP-SAT succeed on different instances (the search on tangled live ranges, CP-SAT where
     one shape dominates), so `auto` races them unless asked for one worker, which keeps the
-    run reproducible: search for half the limit, then CP-SAT."""
+    run reproducible: search for half the limit, then CP-SAT. In a race CP-SAT starts after
+    `HEAD_START` seconds of search, or when the search gives up sooner."""
     if run.objective not in ("fit", "peak"):
         return
     target = run.arena.capacity if run.objective == "fit" else run.live
-    cp_run = None
-    if race:
-        # a race is not reproducible anyway: CP-SAT keeps to the wall clock
-        cp_run = _CpsatRun(run, run.params.with_(workers=max(1, (run.params.workers or 2) - 1)),
-                           wall_clock=True)
-        cp_run.start()
+    # a race is not reproducible anyway: CP-SAT keeps to the wall clock
+    cp_run = _CpsatRun(run, run.params.with_(workers=max(1, (run.params.workers or 2) - 1)),
+                       wall_clock=True) if race else None
     run.tell({"stage": "search and CP-SAT racing" if race else "exact search"})
     limit = run.limit if run.solver == "search" or race else run.limit / 2
+    t0 = time.perf_counter()
+
     def stop() -> bool:
-        return run.params.stop.is_set() or (cp_run is not None and cp_run.decisive.is_set())
+        if cp_run is None:
+            return run.params.stop.is_set()
+        if cp_run.thread is None and time.perf_counter() - t0 >= HEAD_START:
+            cp_run.start()
+        return run.params.stop.is_set() or cp_run.decisive.is_set()
 
     res = search_fit(run.arena, target, time_limit=limit, seed=run.params.seed or 0, stop=stop)
     run.info["search_nodes"] = res.extras["nodes"]
@@ -167,7 +186,10 @@ def run_search(run: _Run, race: bool = False) -> None:
     proof = res.status == Status.INFEASIBLE and run.objective == "fit" and _exhaustive(run.arena)
     if cp_run is not None:
         # an exhausted search settles `fit`; for `peak` it only shows that peak > live
-        cp_run.finish(stop=found or proof or run.params.stop.is_set())
+        settled = found or proof or run.params.stop.is_set()
+        if not settled:
+            cp_run.start()
+        cp_run.finish(stop=settled)
     if found:
         run.add("search", res.solution)
         if run.objective == "peak":
@@ -187,6 +209,8 @@ def run_cpsat(run: _Run) -> None:
 
 def run_milp(run: _Run) -> None:
     run.tell({"stage": "MILP"})
+    from ipuopt.arena.milp import solve_arena_milp
+
     res = solve_arena_milp(run.arena, run.objective, run.params.with_(time_limit=run.limit))
     if res.status == Status.INFEASIBLE:
         run.infeasible("milp", "proved infeasible by MILP")
