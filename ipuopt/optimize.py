@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 import math
 import time
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
@@ -102,6 +103,29 @@ def _schedule(ident: str, wl: Workload, spec: Spec, choice: dict[str, str], grai
     return None if res.interrupted else res
 
 
+def _finalists(cells: Cells, ident: str, wl: Workload, spec: Spec, grain: Any, unique: list[dict[str, str]],
+               stage: SolveParams, give: Callable[[float], SolveParams | float]) -> dict[str, dict[str, Any]]:
+    """The plans' greedy replays, `cells.parallel` at a time in the order given (the baselines
+    first), each round sharing what is left of the stage; no round starts that the last one
+    shows will not fit (a replay's first schedules always complete, so a fragment-level
+    program can take minutes whatever its share)."""
+    done: dict[str, dict[str, Any]] = {}
+    par = cells.parallel
+    for at in range(0, len(unique), par):
+        left = stage.budget() or 0.0
+        took = max((r["seconds"] for r in done.values()), default=0.0)
+        if done and (left < took or stage.stop.is_set()):
+            break
+        batch = unique[at:at + par]
+        each = left / math.ceil((len(unique) - at) / par)
+        replays = cells.run("finalists", [
+            Cell(cell_key("finalist", ident, c), _finalist, (ident, wl, spec, c, grain, give(each)))
+            for c in batch])
+        done.update({json.dumps(c, sort_keys=True): r for c, r in zip(batch, replays, strict=True)
+                     if r is not None})
+    return done
+
+
 def so_far(best: dict[str, Any], bound: Any) -> str:
     """The progress line's figures: the best program so far and the program bound."""
     return f"best program so far {best['greedy']['total_cycles']}" + (
@@ -143,15 +167,21 @@ def optimize(wl: Workload, spec: Spec, grain: int | str | None = None, k: int = 
     tell({"task": "layout plans"})
     building = params.share(SHARES["build"] * params.budget())
     short = None  # why the layout model gave no plans
+    plans_from = None  # or why it gave plans from a part of the space
     try:
-        problem, _ = build(wl, spec, BuildOptions(within=0.02 if k > 1 else 0.0, grain=grain), progress,
-                           building.stop.check)
+        # stopped by its share, the build hands back its reference problem: a few plans to price
+        problem, _ = build(wl, spec, BuildOptions(within=0.02 if k > 1 else 0.0, grain=grain, partial=True),
+                           progress, building.stop.check)
     except Stopped:
         if params.stop.interrupted:
             raise
         short = (f"the layout problem was not built within its {SHARES['build']:.0%} of the time limit: "
                  "the compiler's default layouts are the only plan")
     if short is None:
+        partial = problem.extra.get("kept", {}).get("partial")
+        if partial:
+            plans_from = (f"the layout problem's build was stopped by its {SHARES['build']:.0%} of the time "
+                     f"limit: plans are the best of its {partial} most promising candidates per operator")
         sol = select(problem, "milp", budget("plans"), k).solution
         plans = [{"name": f"layout plan {p['rank']}", "model_cycles": p["cycles"], "choice": p["choice"]}
                  for p in (sol.plans or [{"rank": 1, "cycles": sol.cycles, "choice": sol.choice}])]
@@ -166,12 +196,8 @@ def optimize(wl: Workload, spec: Spec, grain: int | str | None = None, k: int = 
     cells = cells or Cells(stop=params.stop)
     par = cells.parallel
     unique = list({json.dumps(p["choice"], sort_keys=True): p["choice"] for p in plans}.values())
-    each = SHARES["finalists"] * params.budget() / math.ceil(len(unique) / par)
     tell({"task": f"finalists: {len(unique)} programs"})
-    replays = cells.run("finalists", [
-        Cell(cell_key("finalist", ident, c), _finalist, (ident, wl, spec, c, grain, give(each)))
-        for c in unique])
-    done = {json.dumps(c, sort_keys=True): r for c, r in zip(unique, replays, strict=True) if r is not None}
+    done = _finalists(cells, ident, wl, spec, grain, unique, budget("finalists"), give)
     finalists = [{**p, "greedy": done[key]["run"]} for p in plans
                  if (key := json.dumps(p["choice"], sort_keys=True)) in done]
     took = max((r["seconds"] for r in done.values()), default=0.0)  # what every later step costs at least
@@ -236,7 +262,7 @@ def optimize(wl: Workload, spec: Spec, grain: int | str | None = None, k: int = 
         "baselines": {COMPILER: finalists[0]["greedy"]["total_cycles"]} if short else {
             "load-bound optimum plan, greedy": finalists[0]["greedy"]["total_cycles"],
             **({"compiler (beam plan, first-fit, greedy)": beam} if beam is not None else {})},
-        **({"plans_from": short} if short else {}),
+        **({"plans_from": short or plans_from} if short or plans_from else {}),
         "finalists": [{"name": f["name"], "model_cycles": f["model_cycles"],
                        "greedy_cycles": f["greedy"]["total_cycles"],
                        "greedy_bound": f["greedy"]["lower_bound"], "choice": f["choice"]} for f in finalists],

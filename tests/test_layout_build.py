@@ -219,3 +219,29 @@ def test_layout_problem_mistakes(tmp_path):
         r = _ipuopt(*args, cwd=tmp_path)
         assert r.returncode == 2 and "Traceback" not in r.stderr and field in r.stderr, r.stderr
     assert not (tmp_path / "p.yaml").exists()
+
+
+def test_a_stopped_build_hands_back_the_reference_problem():
+    """Stopped after its reference plan, a `partial` build returns that plan's small problem:
+    its plan is the reference's, feasible (not optimal: plans left out are not priced), and
+    without `partial` the same stop raises."""
+    from ipuopt.params import Stopped
+
+    wl, spec = load_workload("mini-mlp"), load_spec("test64")
+    seen: list[str] = []
+
+    def check() -> None:
+        if any(m.startswith("reference plan") for m in seen):
+            raise Stopped
+
+    problem, doc = build_problem(wl, spec, within=0.2, progress=seen.append, check=check, partial=True)
+    kept = doc["kept"]
+    assert kept["partial"] >= 1 and all(1 <= n <= kept["partial"] for n in kept["kept"].values())
+    res = plan(problem, "milp", {"workers": 1, "seed": 0})
+    assert res.status == "feasible" and res.bound is None and "most promising" in res.reason
+    assert res.value == kept["reference_cycles"]
+    full, _ = build_problem(wl, spec, within=0.0)
+    assert plan(full, "milp", {"workers": 1, "seed": 0}).value <= res.value
+    seen.clear()
+    with pytest.raises(Stopped):
+        build_problem(wl, spec, within=0.2, progress=seen.append, check=check)

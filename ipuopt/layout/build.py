@@ -26,6 +26,7 @@ from ipuopt.layout.moves import Moves
 from ipuopt.layout.problem import LayoutProblem, layout_problem_from_dict
 from ipuopt.layout.pruning import prune, top, undominated
 from ipuopt.layout.writing import document
+from ipuopt.params import Stopped
 from ipuopt.spec import Spec
 from ipuopt.workloads.fragments import Grain, grain_name
 from ipuopt.workloads.workload import Workload
@@ -46,8 +47,17 @@ class Report:
     grain: Grain = None
     scheduled: int = 0
     seconds: float = 0.0
+    partial: int = 0  # the reference's candidates per operator, when the build stopped at them
 
     def to_dict(self) -> dict[str, Any]:
+        if self.partial:
+            return {"enumerated": self.enumerated, "kept": self.kept, "partial": self.partial,
+                    "reference_cycles": self.reference, "exchange": "bound",
+                    "grain": grain_name(self.grain), "rule": (
+                        f"partial: the build was stopped, so the problem holds only the {self.partial} "
+                        "most promising candidates per operator (by own cycles and input-move floors) "
+                        "and the moves between them; its optimum is a plan, not proven the best of all"),
+                    "seconds": round(self.seconds, 1)}
         return {"enumerated": self.enumerated, "kept": self.kept, "redistribution_rows": self.rows,
                 "pairs_priced": self.pairs_priced, "reference_cycles": self.reference,
                 "within": self.within, "exchange": self.exchange,
@@ -65,14 +75,17 @@ class Report:
 def build_problem(wl: Workload, spec: Spec, within: float = 0.0, min_utilisation: float = 0.5,
                   progress: Callable[[str], None] | None = None, reference_width: int = 6,
                   exchange: str = "bound", check: Callable[[], None] | None = None,
-                  grain: Grain = None) -> tuple[LayoutProblem, dict[str, Any]]:
+                  grain: Grain = None, partial: bool = False) -> tuple[LayoutProblem, dict[str, Any]]:
     """The layout problem of `wl` on `spec` and its document (the problem file's content).
 
     `exchange="greedy"` prices the kept candidates and redistributions by greedy horizons
     instead of load bounds; what is kept is still decided by load bounds, so a plan left
     out costs more than the limit under either pricing (`excluded_above`). `check` is called
     as moves are priced and may raise to stop the build. Phases are priced as `ipuopt gen`
-    emits them at `grain` (`workloads.fragments`)."""
+    emits them at `grain` (`workloads.fragments`). With `partial`, a build that `check` stops
+    after the reference plan returns the reference's problem (its few most promising
+    candidates per operator, `kept.partial`) instead of raising: plans, but no proof that no
+    plan left out is better."""
     if exchange not in EXCHANGE_PRICES:
         raise InputError.one("", "--exchange", f"unknown pricing {exchange!r} (one of "
                                                f"{', '.join(EXCHANGE_PRICES)})")
@@ -93,9 +106,32 @@ def build_problem(wl: Workload, spec: Spec, within: float = 0.0, min_utilisation
     else:
         raise InputError.one(wl.source, "", f"no plan of the {width} most promising candidates per "
                                             f"operator fits {spec.name}'s memory ({ref.reason})")
-    limit = report.limit = ref.value * (1 + within)
     report.reference = ref.value
     say(f"reference plan: {ref.value} cycles from the {width} most promising candidates per operator")
+    try:
+        kept, rows = _kept(cat, moves, report, ref.value * (1 + within), exchange, say)
+    except Stopped:
+        if not partial:
+            raise
+        say(f"stopped: the problem holds the reference's {width} candidates per operator")
+        report.partial = width
+        report.kept = {k: len(v) for k, v in small.items()}
+        report.seconds = time.perf_counter() - t0
+        doc["kept"] = report.to_dict()
+        return layout_problem_from_dict(doc, f"{wl.name} on {spec.name}"), doc
+    report.kept = {k: len(v) for k, v in kept.items()}
+    report.rows, report.pairs_priced, report.scheduled = len(rows), moves.pairs_priced, moves.scheduled
+    report.seconds = time.perf_counter() - t0
+    doc = document(cat, kept, rows)
+    doc["kept"] = report.to_dict()
+    return layout_problem_from_dict(doc, f"{wl.name} on {spec.name}"), doc
+
+
+def _kept(cat: Catalogue, moves: Moves, report: Report, limit: float, exchange: str,
+          say: Callable[[str], None]) -> tuple[dict[str, list], list[dict[str, Any]]]:
+    """The candidates a plan within `limit` can use, pruned to a fixed point, and the
+    redistribution rows between them."""
+    report.limit = limit
     kept = prune(cat, limit, cat.cands)
     for _ in range(8):  # fewer producers: larger move floors, fewer candidates; to a fixed point
         moves.refresh(kept)
@@ -111,9 +147,4 @@ def build_problem(wl: Workload, spec: Spec, within: float = 0.0, min_utilisation
     rows = moves.rows(kept, limit)
     if exchange == "greedy":
         moves.greedy_rows(rows)
-    report.kept = {k: len(v) for k, v in kept.items()}
-    report.rows, report.pairs_priced, report.scheduled = len(rows), moves.pairs_priced, moves.scheduled
-    report.seconds = time.perf_counter() - t0
-    doc = document(cat, kept, rows)
-    doc["kept"] = report.to_dict()
-    return layout_problem_from_dict(doc, f"{wl.name} on {spec.name}"), doc
+    return kept, rows

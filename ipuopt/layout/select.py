@@ -31,6 +31,7 @@ class BuildOptions:
     min_utilisation: float = 0.5
     exchange: str = "bound"
     grain: int | str | None = None
+    partial: bool = False  # stopped after the reference plan: its candidates (`build_problem`)
 
     def check(self) -> None:
         if not 0 <= self.within <= 10:
@@ -58,7 +59,8 @@ def build(workload: Workload | str | Path, spec: Spec | str, options: BuildOptio
     cut = parse_grain(options.grain, sp)
     problem, doc = build_problem(wl, sp, options.within, options.min_utilisation,
                                  (lambda m: progress({"task": m})) if progress else None,
-                                 exchange=options.exchange, check=check, grain=cut)
+                                 exchange=options.exchange, check=check, grain=cut,
+                                 partial=options.partial)
     problem.extra["workload"] = doc["workload"] = workload if isinstance(workload, str) else wl.name
     return problem, doc
 

@@ -94,7 +94,11 @@ def plan(problem: LayoutProblem, solver: str = "milp", params: SolveParams | dic
     status, bound, reason = best.status, best.bound, ""
     kept = problem.extra.get("kept")
     above = kept.get("excluded_above") if isinstance(kept, dict) else None
-    if isinstance(above, int) and cycles > above:  # a plan left out of the file may be cheaper
+    if isinstance(kept, dict) and kept.get("partial"):  # plans left out are not priced at all
+        status, bound = Status.FEASIBLE, None
+        reason = (f"the problem holds only the {kept['partial']} most promising candidates per operator "
+                  "(its build was stopped): this plan is the best of those")
+    elif isinstance(above, int) and cycles > above:  # a plan left out of the file may be cheaper
         status = Status.FEASIBLE
         bound = min(bound or cycles, above + 1)
         ref = kept.get("reference_cycles")
