@@ -171,7 +171,7 @@ def optimize(wl: Workload, spec: Spec, grain: int | str | None = None, k: int = 
     try:
         # stopped by its share, the build hands back its reference problem: a few plans to price
         problem, _ = build(wl, spec, BuildOptions(within=0.02 if k > 1 else 0.0, grain=grain, partial=True),
-                           progress, building.stop.check)
+                           progress, building.stop.check, building.stop.left)
     except Stopped:
         if params.stop.interrupted:
             raise
@@ -214,8 +214,11 @@ def optimize(wl: Workload, spec: Spec, grain: int | str | None = None, k: int = 
     bound = None
     if not params.stop.interrupted:
         tell({"task": "program bound"})
-        bound = program_bound(wl, spec, grain, best["greedy"]["total_cycles"], params=budget("bound"),
-                              say=lambda m: tell({"task": m}))
+        try:
+            bound = program_bound(wl, spec, grain, best["greedy"]["total_cycles"], params=budget("bound"),
+                                  say=lambda m: tell({"task": m}))
+        except Stopped:  # stopped before its first round: no bound; the best program stands
+            tell({"task": "program bound: stopped before its first round"})
     gen = _generation(ident, wl, spec, best["choice"], grain)
     if not params.stop.interrupted and params.stop.left() > 3 * took:  # a few candidates, then auto
         tell({"task": f"placement of {best['name']}"})

@@ -245,3 +245,24 @@ def test_a_stopped_build_hands_back_the_reference_problem():
     seen.clear()
     with pytest.raises(Stopped):
         build_problem(wl, spec, within=0.2, progress=seen.append, check=check)
+
+
+def test_a_pricing_that_cannot_end_in_time_stops_at_once():
+    """Given the seconds left, the pricing of moves stops after its first pairs when their pace
+    shows the rest will not fit (not when the time is gone); its pairs are priced in full when
+    they fit."""
+    import time
+
+    from ipuopt.params import Stopped
+
+    wl, spec = load_workload("mini-mlp"), load_spec("test64")
+    seen: list[str] = []
+    t0 = time.perf_counter()
+    problem, doc = build_problem(wl, spec, within=0.2, progress=seen.append, partial=True,
+                                 left=lambda: 1e-4)
+    assert doc["kept"]["partial"] and any("moves to price" in m for m in seen)
+    assert time.perf_counter() - t0 < 30
+    with pytest.raises(Stopped):
+        build_problem(wl, spec, within=0.2, left=lambda: 1e-4)
+    _, roomy = build_problem(wl, spec, within=0.2, left=lambda: 1e6)
+    assert roomy["kept"]["pairs_priced"] > 64 and "partial" not in roomy["kept"]

@@ -136,3 +136,22 @@ def test_packed_cells_never_add_up_past_their_stage() -> None:
             loads[j] += parts[i] * 1_000_000
             ends.append(loads[j])
         assert max(ends) <= 1_000_000 + 1e-6 and all(0 < p <= 1 for p in parts)
+
+
+def test_a_bound_stopped_by_its_share_keeps_the_program(monkeypatch) -> None:
+    """The program bound's share can run out before its first round (its candidates are
+    enumerated first); the program found so far must still be returned, not taken for an
+    interrupt (it was: SigLIP attention at 900 s wrote nothing after 832 s)."""
+    import ipuopt.optimize as opt
+    from ipuopt.params import SolveParams, Stopped
+    from ipuopt.spec import load_spec
+    from ipuopt.workloads.workload import load_workload
+
+    def stopped(*args, **kwargs):
+        raise Stopped
+
+    monkeypatch.setattr(opt, "program_bound", stopped)
+    doc = opt.optimize(load_workload("mini-mlp"), load_spec("test64"), "box", 2, SolveParams(20))
+    assert "program_bound" not in doc and not doc.get("interrupted")
+    assert doc["total_cycles"] <= min(doc["optimize"]["baselines"].values())
+    assert doc["optimize"]["schedules"] == "auto"

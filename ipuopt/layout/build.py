@@ -75,14 +75,16 @@ class Report:
 def build_problem(wl: Workload, spec: Spec, within: float = 0.0, min_utilisation: float = 0.5,
                   progress: Callable[[str], None] | None = None, reference_width: int = 6,
                   exchange: str = "bound", check: Callable[[], None] | None = None,
-                  grain: Grain = None, partial: bool = False) -> tuple[LayoutProblem, dict[str, Any]]:
+                  grain: Grain = None, partial: bool = False,
+                  left: Callable[[], float | None] | None = None) -> tuple[LayoutProblem, dict[str, Any]]:
     """The layout problem of `wl` on `spec` and its document (the problem file's content).
 
     `exchange="greedy"` prices the kept candidates and redistributions by greedy horizons
     instead of load bounds; what is kept is still decided by load bounds, so a plan left
     out costs more than the limit under either pricing (`excluded_above`). `check` is called
     as moves are priced and may raise to stop the build. Phases are priced as `ipuopt gen`
-    emits them at `grain` (`workloads.fragments`). With `partial`, a build that `check` stops
+    emits them at `grain` (`workloads.fragments`). `left` (seconds left) lets the pricing of
+    moves stop at once when its pace shows it cannot end in time. With `partial`, a build that `check` stops
     after the reference plan returns the reference's problem (its few most promising
     candidates per operator, `kept.partial`) instead of raising: plans, but no proof that no
     plan left out is better."""
@@ -109,7 +111,7 @@ def build_problem(wl: Workload, spec: Spec, within: float = 0.0, min_utilisation
     report.reference = ref.value
     say(f"reference plan: {ref.value} cycles from the {width} most promising candidates per operator")
     try:
-        kept, rows = _kept(cat, moves, report, ref.value * (1 + within), exchange, say)
+        kept, rows = _kept(cat, moves, report, ref.value * (1 + within), exchange, say, left)
     except Stopped:
         if not partial:
             raise
@@ -128,7 +130,8 @@ def build_problem(wl: Workload, spec: Spec, within: float = 0.0, min_utilisation
 
 
 def _kept(cat: Catalogue, moves: Moves, report: Report, limit: float, exchange: str,
-          say: Callable[[str], None]) -> tuple[dict[str, list], list[dict[str, Any]]]:
+          say: Callable[[str], None], left: Callable[[], float | None] | None
+          ) -> tuple[dict[str, list], list[dict[str, Any]]]:
     """The candidates a plan within `limit` can use, pruned to a fixed point, and the
     redistribution rows between them."""
     report.limit = limit
@@ -144,7 +147,7 @@ def _kept(cat: Catalogue, moves: Moves, report: Report, limit: float, exchange: 
         moves.greedy_own(kept)
     kept = prune(cat, limit, {name: undominated(cs) for name, cs in kept.items()})
     say("kept " + ", ".join(f"{k} {len(v)}" for k, v in kept.items()) + "; pricing moves")
-    rows = moves.rows(kept, limit)
+    rows = moves.rows(kept, limit, left)
     if exchange == "greedy":
         moves.greedy_rows(rows)
     return kept, rows

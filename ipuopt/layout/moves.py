@@ -5,11 +5,14 @@ greedy re-pricing of what was kept (`--exchange greedy`)."""
 from __future__ import annotations
 
 import math
+import time
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from ipuopt.layout.candidates import INPUT_LAYOUT, Cand, Catalogue
 from ipuopt.layout.pricing import Held, input_held, move_bound, move_floor, output_held
 from ipuopt.layout.pruning import floors_of
+from ipuopt.params import Stopped
 from ipuopt.workloads.geometry import operand_needs
 
 
@@ -72,11 +75,32 @@ class Moves:
                 self.held[key] = input_held(self.wl, tensor, self.spec)
         return self.held[key]
 
-    def rows(self, cands: dict[str, list[Cand]], limit: float) -> list[dict[str, Any]]:
-        """Priced moves between kept layouts that a plan within `limit` could use."""
+    def rows(self, cands: dict[str, list[Cand]], limit: float,
+             left: Callable[[], float | None] | None = None) -> list[dict[str, Any]]:
+        """Priced moves between kept layouts that a plan within `limit` could use. With `left`
+        (seconds left, or None), a pricing that the first pairs' pace shows will not end in
+        time stops at once (`Stopped`) rather than when the time is gone."""
+        rows: list[dict[str, Any]] = []
+        todo = list(self._pairs(cands, limit))
+        unpriced = sum(cycles is None for *_, cycles in todo)
+        t0, priced = time.perf_counter(), 0
+        for t, o, n, others, cycles in todo:
+            if cycles is None:
+                room = left() if left is not None and priced == 64 else None
+                if room is not None and (time.perf_counter() - t0) / priced * unpriced > room:
+                    self.cat.say(f"{unpriced} moves to price: more than the {room:.0f} s left")
+                    raise Stopped
+                cycles, priced = self.price(t, o, n), priced + 1
+            if others + cycles <= limit:
+                rows.append({"tensor": t, "from": o, "to": n, "cycles": cycles})
+        return rows
+
+    def _pairs(self, cands: dict[str, list[Cand]], limit: float
+               ) -> Iterator[tuple[str, str, str, float, int | None]]:
+        """(tensor, held layout, need, the plan's least cycles without this move, the move's
+        cycles when already priced exactly) of every pair a plan within `limit` could use."""
         groups, floors, least, total = floors_of(self.cat, cands)
         head_of = {m.name: h for h, ms in groups.items() for m in ms}
-        rows = []
         for op in self.cat.ops:
             if op.kind != "gemm":
                 continue
@@ -106,15 +130,11 @@ class Moves:
                     for o, fp in best_p.items():
                         if fp + fc + rest > limit or o == n:
                             continue
+                        others = fp + fc - move_lb[(t, n)] + rest
                         cycles = self.exact.get((t, n)) if o == INPUT_LAYOUT else None
-                        if cycles is None and fp + fc - move_lb[(t, n)] + rest + move_floor(
-                                *block[(t, n)], piece[o], self.wl.elem_bytes, self.spec) > limit:
-                            continue  # even this producer's own floor rules the pair out
-                        if cycles is None:
-                            cycles = self.price(t, o, n)
-                        if fp + fc - move_lb[(t, n)] + cycles + rest <= limit:
-                            rows.append({"tensor": t, "from": o, "to": n, "cycles": cycles})
-        return rows
+                        if cycles is not None or others + move_floor(
+                                *block[(t, n)], piece[o], self.wl.elem_bytes, self.spec) <= limit:
+                            yield t, o, n, others, cycles  # else this producer's own floor rules it out
 
     def greedy_own(self, cands: dict[str, list[Cand]]) -> None:
         """Each kept GEMM candidate's own exchange re-priced by greedy horizons. Pruning keeps

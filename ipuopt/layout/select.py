@@ -49,8 +49,10 @@ def source_path(source: str | Path) -> Path:
 
 
 def build(workload: Workload | str | Path, spec: Spec | str, options: BuildOptions = BuildOptions(),
-          progress: Progress | None = None, check: Any = None) -> tuple[LayoutProblem, dict[str, Any]]:
-    """A workload's layout problem and its document (with `kept`: what was priced and kept)."""
+          progress: Progress | None = None, check: Any = None, left: Any = None
+          ) -> tuple[LayoutProblem, dict[str, Any]]:
+    """A workload's layout problem and its document (with `kept`: what was priced and kept);
+    `check` may stop the build, `left` says the seconds left for it (`build_problem`)."""
     from ipuopt.layout.build import build_problem
 
     options.check()
@@ -60,7 +62,7 @@ def build(workload: Workload | str | Path, spec: Spec | str, options: BuildOptio
     problem, doc = build_problem(wl, sp, options.within, options.min_utilisation,
                                  (lambda m: progress({"task": m})) if progress else None,
                                  exchange=options.exchange, check=check, grain=cut,
-                                 partial=options.partial)
+                                 partial=options.partial, left=left)
     problem.extra["workload"] = doc["workload"] = workload if isinstance(workload, str) else wl.name
     return problem, doc
 
