@@ -47,6 +47,7 @@ from ipuopt.workloads.workload import Workload
 COMPILER = "compiler (default layouts, first-fit, greedy)"
 SHARES = {"build": 0.4, "plans": 0.15, "finalists": 0.4, "bound": 0.2, "placement": 0.35}
 REPLAY_RESERVE = 0.05  # of the time left for the schedules: replaying them and writing the run
+PLACEMENT_REPLAYS = 3  # the placement stage needs time for this many greedy replays, or is skipped
 
 
 _GENERATIONS: dict[str, Generation] = {}  # per process: the last plan generated, made once
@@ -215,12 +216,17 @@ def optimize(wl: Workload, spec: Spec, grain: int | str | None = None, k: int = 
     if not params.stop.interrupted:
         tell({"task": "program bound"})
         try:
-            bound = program_bound(wl, spec, grain, best["greedy"]["total_cycles"], params=budget("bound"),
+            # when what its share leaves cannot hold the placement (a few replays) and auto,
+            # those will not run: the bound may then have the time, less the run's writing
+            left = params.budget()
+            later = left is None or (1 - SHARES["bound"]) * left > PLACEMENT_REPLAYS * took
+            share = budget("bound") if later else params.share((1 - REPLAY_RESERVE) * left)
+            bound = program_bound(wl, spec, grain, best["greedy"]["total_cycles"], params=share,
                                   say=lambda m: tell({"task": m}))
         except Stopped:  # stopped before its first round: no bound; the best program stands
             tell({"task": "program bound: stopped before its first round"})
     gen = _generation(ident, wl, spec, best["choice"], grain)
-    if not params.stop.interrupted and params.stop.left() > 3 * took:  # a few candidates, then auto
+    if not params.stop.interrupted and params.stop.left() > PLACEMENT_REPLAYS * took:  # then auto
         tell({"task": f"placement of {best['name']}"})
         stage = budget("placement")
         arena, named = placements(gen, stage, progress=progress)

@@ -155,3 +155,29 @@ def test_a_bound_stopped_by_its_share_keeps_the_program(monkeypatch) -> None:
     assert "program_bound" not in doc and not doc.get("interrupted")
     assert doc["total_cycles"] <= min(doc["optimize"]["baselines"].values())
     assert doc["optimize"]["schedules"] == "auto"
+
+
+def test_a_bound_gets_the_time_the_later_stages_cannot_use(monkeypatch) -> None:
+    """When one replay took longer than what is left could hold for the placement's replays,
+    placement and auto are skipped, so the program bound gets the time left (not its 20%)."""
+    import ipuopt.optimize as opt
+    from ipuopt.params import SolveParams, Stopped
+    from ipuopt.spec import load_spec
+    from ipuopt.workloads.workload import load_workload
+
+    given: list[float] = []
+    finalists = opt._finalists
+
+    def slow(*args, **kwargs):  # replays as if each had taken 1,000 s
+        return {k: {**v, "seconds": 1000.0} for k, v in finalists(*args, **kwargs).items()}
+
+    def bound(*args, params, **kwargs):
+        given.append(params.budget())
+        raise Stopped
+
+    monkeypatch.setattr(opt, "_finalists", slow)
+    monkeypatch.setattr(opt, "program_bound", bound)
+    params = SolveParams(30)
+    doc = opt.optimize(load_workload("mini-mlp"), load_spec("test64"), "box", 2, params)
+    assert given and given[0] > 0.5 * 30  # most of the time, not a 20% share (6 s)
+    assert doc["optimize"]["schedules"] == "greedy" and not doc.get("interrupted")
