@@ -7,6 +7,7 @@ transfer's id/start/width, then sweeps each resource for overlaps.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections import defaultdict
 from dataclasses import dataclass
@@ -46,6 +47,7 @@ class Report:
         return not self.violations
 
 
+@functools.lru_cache(maxsize=4096)  # fragments repeat a few lengths: exact arithmetic once each
 def _cycles(words: int, rate: float) -> int:
     return math.ceil(Fraction(words) / Fraction(rate).limit_denominator(1 << 20))
 
