@@ -168,7 +168,6 @@ def optimize(wl: Workload, spec: Spec, grain: int | str | None = None, k: int = 
     tell({"task": "layout plans"})
     building = params.share(SHARES["build"] * params.budget())
     short = None  # why the layout model gave no plans
-    plans_from = None  # or why it gave plans from a part of the space
     try:
         # stopped by its share, the build hands back its reference problem: a few plans to price
         problem, _ = build(wl, spec, BuildOptions(within=0.02 if k > 1 else 0.0, grain=grain, partial=True),
@@ -178,11 +177,13 @@ def optimize(wl: Workload, spec: Spec, grain: int | str | None = None, k: int = 
             raise
         short = (f"the layout problem was not built within its {SHARES['build']:.0%} of the time limit: "
                  "the compiler's default layouts are the only plan")
+    plans_from = short  # or why its plans come from a part of the space
     if short is None:
         partial = problem.extra.get("kept", {}).get("partial")
         if partial:
-            plans_from = (f"the layout problem's build was stopped by its {SHARES['build']:.0%} of the time "
-                     f"limit: plans are the best of its {partial} most promising candidates per operator")
+            plans_from = (f"the layout problem's build was stopped by its {SHARES['build']:.0%} of the "
+                          f"time limit: plans are the best of its {partial} most promising candidates "
+                          "per operator")
         sol = select(problem, "milp", budget("plans"), k).solution
         plans = [{"name": f"layout plan {p['rank']}", "model_cycles": p["cycles"], "choice": p["choice"]}
                  for p in (sol.plans or [{"rank": 1, "cycles": sol.cycles, "choice": sol.choice}])]
@@ -271,7 +272,7 @@ def optimize(wl: Workload, spec: Spec, grain: int | str | None = None, k: int = 
         "baselines": {COMPILER: finalists[0]["greedy"]["total_cycles"]} if short else {
             "load-bound optimum plan, greedy": finalists[0]["greedy"]["total_cycles"],
             **({"compiler (beam plan, first-fit, greedy)": beam} if beam is not None else {})},
-        **({"plans_from": short or plans_from} if short or plans_from else {}),
+        **({"plans_from": plans_from} if plans_from else {}),
         "finalists": [{"name": f["name"], "model_cycles": f["model_cycles"],
                        "greedy_cycles": f["greedy"]["total_cycles"],
                        "greedy_bound": f["greedy"]["lower_bound"], "choice": f["choice"]} for f in finalists],

@@ -84,10 +84,10 @@ def build_problem(wl: Workload, spec: Spec, within: float = 0.0, min_utilisation
     out costs more than the limit under either pricing (`excluded_above`). `check` is called
     as moves are priced and may raise to stop the build. Phases are priced as `ipuopt gen`
     emits them at `grain` (`workloads.fragments`). `left` (seconds left) lets the pricing of
-    moves stop at once when its pace shows it cannot end in time. With `partial`, a build that `check` stops
-    after the reference plan returns the reference's problem (its few most promising
-    candidates per operator, `kept.partial`) instead of raising: plans, but no proof that no
-    plan left out is better."""
+    moves stop at once when its pace shows that it cannot end in time. With `partial`, a
+    build stopped after the reference plan returns the reference's problem (its few most
+    promising candidates per operator, `kept.partial`) instead of raising: plans, but no
+    proof that no plan left out is better."""
     if exchange not in EXCHANGE_PRICES:
         raise InputError.one("", "--exchange", f"unknown pricing {exchange!r} (one of "
                                                f"{', '.join(EXCHANGE_PRICES)})")
