@@ -153,7 +153,7 @@ def _exhaustive(arena: Arena) -> bool:
 # The search alone for this long before CP-SAT joins a race: it places most arenas that it
 # places at all in a fraction of a second, and a CP-SAT started at once (its import and model)
 # would slow it on the shared cores for nothing.
-HEAD_START = 0.25
+HEAD_START = 0.1
 
 
 def run_search(run: _Run, race: bool = False) -> None:
