@@ -17,8 +17,8 @@ geometric mean over the instances is printed.
 from __future__ import annotations
 
 import argparse
+import json
 import math
-import re
 import subprocess
 import sys
 import tempfile
@@ -96,7 +96,10 @@ def side_by_side(args: argparse.Namespace) -> None:
                 placed = out.is_file() and validate_placement(arena, load_offsets(out, arena)).ok
             except InputError:  # a placement without every buffer: not placed
                 placed = False
-            by = re.search(r'"method": "([^"]+)"', ip.stdout)
+            try:
+                by = json.loads(ip.stdout).get("method", "-")
+            except ValueError:  # no result printed
+                by = "-"
             t_mm, mm = _timed([str(args.minimalloc), f"--capacity={cap}", f"--input={path}",
                                f"--output={Path(tmp) / 'mm.csv'}", f"--timeout={int(args.time_limit)}s",
                                "--validate"], args.time_limit)
@@ -104,7 +107,7 @@ def side_by_side(args: argparse.Namespace) -> None:
             ratio = t_ip / t_mm if placed and mm_ok else math.nan
             ratios.append(ratio)
             print(f"{r['file']:<26} {len(arena.buffers):>7} "
-                  f"{(f'{t_ip:.2f}s' if placed else 'failed'):>8} {(by.group(1) if by else '-'):>7} "
+                  f"{(f'{t_ip:.2f}s' if placed else 'failed'):>8} {by:>7} "
                   f"{(f'{t_mm:.2f}s' if mm_ok else 'failed'):>10} {ratio:>6.2f}", flush=True)
     good = [x for x in ratios if not math.isnan(x)]
     if good:

@@ -201,10 +201,10 @@ def run_interruptible(work: Callable[[], Any], stop: Stop, grace: float = 3.0) -
     threading.Thread(target=run, daemon=True).start()
     interrupted = False
     try:
-        # Polled, not Thread.join: a join cut short by KeyboardInterrupt leaves the thread
-        # looking finished on CPython 3.11 (a known bug), and the answer would be lost.
-        while not done.wait(0.05):
-            pass
+        # An event, not Thread.join: a join cut short by KeyboardInterrupt leaves the thread
+        # looking finished on CPython 3.11 (a known bug), and the answer would be lost; the
+        # event's wait is a lock acquire, which Ctrl-C interrupts.
+        done.wait()
     except KeyboardInterrupt:
         interrupted = True
         stop.request()

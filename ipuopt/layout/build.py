@@ -112,19 +112,15 @@ def build_problem(wl: Workload, spec: Spec, within: float = 0.0, min_utilisation
     say(f"reference plan: {ref.value} cycles from the {width} most promising candidates per operator")
     try:
         kept, rows = _kept(cat, moves, report, ref.value * (1 + within), exchange, say, left)
+        doc = document(cat, kept, rows)
+        report.rows, report.pairs_priced, report.scheduled = len(rows), moves.pairs_priced, moves.scheduled
     except Stopped:
         if not partial:
             raise
         say(f"stopped: the problem holds the reference's {width} candidates per operator")
-        report.partial = width
-        report.kept = {k: len(v) for k, v in small.items()}
-        report.seconds = time.perf_counter() - t0
-        doc["kept"] = report.to_dict()
-        return layout_problem_from_dict(doc, f"{wl.name} on {spec.name}"), doc
+        report.partial, kept = width, small  # and `doc` stays the reference problem's
     report.kept = {k: len(v) for k, v in kept.items()}
-    report.rows, report.pairs_priced, report.scheduled = len(rows), moves.pairs_priced, moves.scheduled
     report.seconds = time.perf_counter() - t0
-    doc = document(cat, kept, rows)
     doc["kept"] = report.to_dict()
     return layout_problem_from_dict(doc, f"{wl.name} on {spec.name}"), doc
 
