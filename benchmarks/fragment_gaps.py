@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 
 from ipuopt.exchange import bounds
-from ipuopt.exchange.greedy import greedy_schedule
+from ipuopt.exchange.greedy import LARGE_RULES, greedy_schedule
 from ipuopt.exchange.instance import horizon_of
 from ipuopt.exchange.phase import load_phase
 from ipuopt.exchange.timing import phase_timings
@@ -84,7 +84,7 @@ def main() -> None:
         phase, spec = load_phase(f)
         timings = phase_timings(phase, spec)
         t0 = time.perf_counter()
-        greedy = horizon_of(timings, *greedy_schedule(phase, spec, "load", timings))
+        greedy = horizon_of(timings, *greedy_schedule(phase, spec, LARGE_RULES[0], timings))
         g_time = time.perf_counter() - t0
         took = _bound_times(phase, spec, timings)
         wall, peak, doc = _child(["solve", str(f), "--solver", "auto", "--time-limit",

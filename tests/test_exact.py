@@ -97,3 +97,29 @@ def test_iterated_and_auto_valid_and_no_worse_than_greedy() -> None:
     assert timed < listed
     small = solve(red, spec, "auto", {"time_limit": 4, "workers": 1, "seed": 0})
     assert small.extras["methods"] == ["time", "cpsat"] and small.value <= timed
+
+
+def test_large_phases_run_the_rules_their_time_allows() -> None:
+    """Above QUICK_UP_TO transfers: one rule without a time limit; with one, every large rule
+    that fits (the best kept), and no rule started that the slowest so far shows would end
+    after `until`."""
+    import time
+
+    from ipuopt.exchange.greedy import LARGE_RULES, QUICK_UP_TO, best_greedy, greedy_schedule
+    from ipuopt.exchange.instance import Instance
+    from ipuopt.params import Stop
+
+    spec = load_spec("gc200")
+    phase = random_phase(spec, QUICK_UP_TO + 1000, seed=2, p_dep=0.02)
+    inst = Instance(phase, spec)
+    horizon = {r: inst.horizon(greedy_schedule(phase, spec, r, inst.timings)) for r in LARGE_RULES}
+    assert len(set(horizon.values())) > 1  # the rules differ here, so picking one matters
+    *_, alone = best_greedy(inst)
+    assert alone == LARGE_RULES[0]
+    stop = Stop()
+    *found, rule = best_greedy(inst, stop=stop, until=time.monotonic() + 600)
+    assert inst.horizon(found) == min(horizon.values()) and horizon[rule] == min(horizon.values())
+    assert not stop.wall_cut
+    stop = Stop()
+    *_, first = best_greedy(inst, stop=stop, until=time.monotonic() + 0.01)
+    assert first == LARGE_RULES[0] and stop.wall_cut
