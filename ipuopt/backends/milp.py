@@ -52,17 +52,31 @@ def check_options(params: SolveParams) -> None:
                              f"{', '.join(OPTIONS)})")
 
 
-def solve(prob: pulp.LpProblem, params: SolveParams) -> tuple[Status, float | None]:
-    """Solve `prob`; its status and the proven bound on its objective (None when unknown)."""
+class _WarmHiGHS(pulp.HiGHS):
+    """PuLP's HiGHS has no warm start: hand HiGHS the variables' initial values itself."""
+
+    def callSolver(self, lp: pulp.LpProblem) -> None:
+        import highspy
+
+        start = highspy.HighsSolution()
+        start.col_value = [v.varValue if v.varValue is not None else 0.0 for v in lp.variables()]
+        start.value_valid = True
+        lp.solverModel.setSolution(start)
+        lp.solverModel.run()
+
+
+def solve(prob: pulp.LpProblem, params: SolveParams, warm: bool = False) -> tuple[Status, float | None]:
+    """Solve `prob`; its status and the proven bound on its objective (None when unknown).
+    With `warm`, the variables' initial values are handed over as a starting solution."""
     name = milp_solver_name(params)
     msg = bool(params.options.get("msg", False)) or params.verbose
     limit = params.budget()
     if name == "highs":
         # No `threads`: HiGHS keeps one global scheduler per process, and a solve asking for
         # another thread count than the first one fails without a solution.
-        backend = pulp.HiGHS(msg=msg, timeLimit=limit)
+        backend = (_WarmHiGHS if warm else pulp.HiGHS)(msg=msg, timeLimit=limit)
     else:
-        backend = pulp.PULP_CBC_CMD(msg=msg, timeLimit=limit, threads=params.workers)
+        backend = pulp.PULP_CBC_CMD(msg=msg, timeLimit=limit, threads=params.workers, warmStart=warm)
     with quiet_stdout(not msg):
         prob.solve(backend)
     if prob.status == pulp.LpStatusInfeasible:

@@ -45,10 +45,12 @@ BUILD_S_PER_CONSTRAINT = 1e-4
 
 def build_milp(spec: Spec, timings: list[Timing], upper: int, lower: int,
                check: Callable[[], None] | None = None, budget: float | None = None,
-               ) -> tuple[pulp.LpProblem, dict, dict, pulp.LpVariable]:
-    """The model; `check` is called as pairs are added and may raise to stop (Ctrl-C, the
-    deadline). Raises `TooLarge` before adding any pair past `MAX_PAIRS` ordering binaries, or
-    when building would take most (70%) of the `budget` seconds."""
+               ) -> tuple[pulp.LpProblem, dict, dict, pulp.LpVariable, dict]:
+    """The model, its start, width and horizon variables and its ordering binaries (keyed
+    (resource, first transfer, second transfer)); `check` is called as pairs are added and
+    may raise to stop (Ctrl-C, the deadline). Raises `TooLarge` before adding any pair past
+    `MAX_PAIRS` ordering binaries, or when building would take most (70%) of the `budget`
+    seconds."""
     check = check or (lambda: None)
     ex = spec.exchange
     prob = pulp.LpProblem("exchange", pulp.LpMinimize)
@@ -130,7 +132,29 @@ def build_milp(spec: Spec, timings: list[Timing], upper: int, lower: int,
         if kind in ("tx", "rx"):
             check()
             _lane_chains(prob, (kind, key), items, by_id, starts, horizon, order)
-    return prob, starts, paired, horizon
+    return prob, starts, paired, horizon, order
+
+
+def warm_start(spec: Spec, timings: list[Timing], hint: Solution, starts: dict, paired: dict,
+               horizon: pulp.LpVariable, order: dict) -> None:
+    """Give every variable its value in the `hint` schedule, so the solver starts from an
+    incumbent (it prunes against it at once, instead of searching for a first solution).
+    An order binary takes the order of the two occupancies in the hint; where either is
+    absent (its width not chosen) both rows are slack and any value holds."""
+    hs, hw = hint
+    at: dict[tuple, int] = {}  # (kind, key, transfer) -> start of that occupancy in the hint
+    for tm in timings:
+        tid = tm.transfer.id
+        starts[tid].setInitialValue(hs[tid])
+        if not isinstance(paired[tid], int):
+            paired[tid].setInitialValue(1 if hw[tid] == PAIRED else 0)
+        for occ in tm.occupancies(hw[tid], spec):
+            at[occ.kind, occ.key, tid] = hs[tid] + occ.offset
+    horizon.setInitialValue(max(hs[tm.transfer.id] + tm.end_offset(hw[tm.transfer.id]) for tm in timings))
+    for ((kind, key), ti, tj), y in order.items():
+        a, b = ("rd", "wr") if kind == "el" else (kind, kind)
+        pi, pj = at.get((a, key, ti)), at.get((b, key, tj))
+        y.setInitialValue(1 if pi is not None and pj is not None and pi < pj else 0)
 
 
 def _lane_chains(prob: pulp.LpProblem, res: tuple, items: list, by_id: dict[str, Timing],
@@ -181,13 +205,14 @@ def solve_milp(inst: Instance, hint: Solution, params: SolveParams,
     if params.budget() < 0.05:
         return Result(Status.FALLBACK, hint, upper, None, solver="milp", extras={"reason": "no time left"})
     try:
-        prob, starts, paired, horizon = build_milp(spec, timings, upper, lower, params.stop.check,
-                                                   params.budget())
+        prob, starts, paired, horizon, order = build_milp(spec, timings, upper, lower,
+                                                          params.stop.check, params.budget())
+        warm_start(spec, timings, hint, starts, paired, horizon, order)
     except (Stopped, TooLarge) as exc:
         why = str(exc) or "stopped while building the model"
         return Result(Status.FALLBACK, hint, upper, None, time.perf_counter() - t0, "milp", {"reason": why})
     build = time.perf_counter() - t0
-    status, dual = milp.solve(prob, params)
+    status, dual = milp.solve(prob, params, warm=True)
     extras = {"build_s": round(build, 3), "solve_s": round(time.perf_counter() - t0 - build, 3),
               "milp_solver": milp.milp_solver_name(params), "variables": len(prob.variables()),
               "constraints": prob.numConstraints()}
