@@ -123,3 +123,27 @@ def test_large_phases_run_the_rules_their_time_allows() -> None:
     stop = Stop()
     *_, first = best_greedy(inst, stop=stop, until=time.monotonic() + 0.01)
     assert first == LARGE_RULES[0] and stop.wall_cut
+
+
+def test_rotate_sends_an_all_to_all_in_waves() -> None:
+    """Every tile sending one payload to every other: taken in waves (each tile's k-th send
+    to the tile k+1 further on) the lanes stay busy back to back and the greedy meets the
+    endpoint bound, where the other list rules queue receives and end a third later; the
+    default greedy, which runs every rule, finds it."""
+    from ipuopt.exchange.bounds import all_bounds, best_bound
+    from ipuopt.exchange.greedy import QUICK_RULES, best_greedy, greedy_schedule
+    from ipuopt.exchange.instance import Instance
+    from ipuopt.exchange.phase import Phase, Transfer
+
+    spec = load_spec("test64")
+    for k in (6, 12):
+        phase = Phase(spec_ref=spec.name, name="all-to-all", transfers=[
+            Transfer(id=f"t{a}-{b}", src=a, dst=(b,), words=32, paired="never")
+            for a in range(k) for b in range(k) if a != b])
+        inst = Instance(phase, spec)
+        bound = best_bound(all_bounds(inst)).value
+        horizon = {r: inst.horizon(greedy_schedule(phase, spec, r, inst.timings)) for r in QUICK_RULES}
+        assert horizon["rotate"] == bound
+        assert min(h for r, h in horizon.items() if r != "rotate") > bound
+        *found, rule = best_greedy(inst)
+        assert inst.horizon(found) == bound and rule.startswith("rotate")
