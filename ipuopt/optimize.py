@@ -61,14 +61,13 @@ def _generation(ident: str, wl: Workload, spec: Spec, choice: dict[str, str], gr
     return _GENERATIONS[key]
 
 
-def _params(given: SolveParams | float) -> SolveParams:
-    """A cell's budget; plain seconds (on a worker) start counting at once, so that generating
-    the plan there is inside it."""
-    if isinstance(given, SolveParams):
-        return given
-    params = SolveParams(given)
-    params.start_clock()
-    return params
+def _params(given: SolveParams | float, **options: Any) -> SolveParams:
+    """A cell's budget (with these solver options); plain seconds (on a worker) start counting
+    at once, so that generating the plan there is inside it."""
+    if not isinstance(given, SolveParams):
+        given = SolveParams(given)
+        given.start_clock()
+    return given.with_(options={**given.options, **options}) if options else given
 
 
 def packed(weights: list[int], at_once: int) -> list[float]:
@@ -84,16 +83,19 @@ def packed(weights: list[int], at_once: int) -> list[float]:
 
 def _finalist(ident: str, wl: Workload, spec: Spec, choice: dict[str, str], grain: Any,
               params: SolveParams | float) -> dict[str, Any] | None:
-    """A cell: the plan's program replayed with greedy schedules (None if cut short)."""
+    """A cell: the plan's program replayed with greedy schedules, one rule on large phases
+    (every plan's made the same way, and fast; None if cut short)."""
     t = time.perf_counter()
-    run = run_program(_generation(ident, wl, spec, choice, grain), "greedy", _params(params)).to_dict()
+    gen = _generation(ident, wl, spec, choice, grain)
+    run = run_program(gen, "greedy", _params(params, quick=True)).to_dict()
     return None if run.get("interrupted") else {"run": run, "seconds": time.perf_counter() - t}
 
 
 def _placement(ident: str, wl: Workload, spec: Spec, choice: dict[str, str], grain: Any,
                offsets: dict[str, int], params: SolveParams | float) -> dict[str, int] | None:
     """A cell: the plan's phases moved to `offsets` and rescheduled with the greedy."""
-    return horizons(_generation(ident, wl, spec, choice, grain), offsets, "greedy", _params(params))
+    return horizons(_generation(ident, wl, spec, choice, grain), offsets, "greedy",
+                    _params(params, quick=True))
 
 
 def _schedule(ident: str, wl: Workload, spec: Spec, choice: dict[str, str], grain: Any,

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ipuopt.errors import InputError, Problem
-from ipuopt.exchange.greedy import HABITS
+from ipuopt.exchange.greedy import FLAGS
 from ipuopt.params import DEFAULT_TIME_LIMIT, SolveParams
 
 PROBLEMS = ("exchange", "arena", "layout")
@@ -57,7 +57,7 @@ _EX = "ipuopt.exchange."
 _AR = "ipuopt.arena.solve:"
 METHODS: tuple[Method, ...] = (
     _m("exchange", "greedy", "heuristic", _EX + "greedy:best_greedy",
-       "list scheduler: the best of its priority rules and width policies", options=tuple(HABITS)),
+       "list scheduler: the best of its priority rules and width policies", options=tuple(FLAGS)),
     _m("exchange", "cpsat", "exact", _EX + "cpsat:solve_cpsat",
        "the whole phase in CP-SAT, proof phase after",
        options=("prove_split",), runs_cpsat=True, profile="cpsat"),
@@ -106,7 +106,7 @@ def check_options(m: Method, options: dict[str, Any], field: str = "--param") ->
     """Every option names something `m` reads: refused before any work otherwise."""
     problems = []
     for key, value in options.items():
-        if key in HABITS and key in m.options and not isinstance(value, bool):
+        if key in FLAGS and key in m.options and not isinstance(value, bool):
             problems.append(Problem("", f"{field} {key}", f"must be true or false, got {value!r}"))
         if key in m.options:
             continue

@@ -123,6 +123,10 @@ def test_large_phases_run_the_rules_their_time_allows() -> None:
     stop = Stop()
     *_, first = best_greedy(inst, stop=stop, until=time.monotonic() + 0.01)
     assert first == LARGE_RULES[0] and stop.wall_cut
+    *_, quick = best_greedy(inst, stop=Stop(), until=time.monotonic() + 600, quick=True)
+    assert quick == LARGE_RULES[0]
+    s = solve(phase, spec, "greedy", {"time_limit": 600, "quick": True})
+    assert s.extras["greedy_rule"] == LARGE_RULES[0]
 
 
 def test_rotate_sends_an_all_to_all_in_waves() -> None:

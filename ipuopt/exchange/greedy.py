@@ -38,6 +38,10 @@ HABITS = {
     "pair_whenever_possible": "every transfer that may be paired is (no choice of width by "
                               "completion)",
 }
+# Options of the greedy that are true or false: the habits, and `quick` (one rule on phases
+# above QUICK_UP_TO transfers even with a time limit: replays that compare plans or placements
+# need each schedule fast and made the same way more than a few percent better).
+FLAGS = {**HABITS, "quick": "the first rule alone on phases above 5,000 transfers, time limit or not"}
 
 
 class IntervalSet:
@@ -319,11 +323,11 @@ def timed_cost(timings: list[Timing]) -> float:
 
 
 def best_greedy(inst: Instance, rules: tuple[str, ...] | None = None, stop: Stop | None = None,
-                until: float | None = None, habits: frozenset[str] = frozenset(),
+                until: float | None = None, habits: frozenset[str] = frozenset(), quick: bool = False,
                 ) -> tuple[dict[str, int], dict[str, str], str]:
     """Run the priority rules, each with both width policies on phases up to `QUICK_UP_TO`
     transfers (on larger ones `LARGE_RULES`, plain width policy, with `until`; the first
-    alone without), and keep the best schedule. With `stop`, Ctrl-C ends any run (`Stopped`
+    alone without, or when `quick`), and keep the best schedule. With `stop`, Ctrl-C ends any run (`Stopped`
     when no schedule is complete yet) and the deadline, or `until` (time.monotonic()), ends
     the search after the first schedule: there is always one to fall back on; no rule starts
     that the slowest so far shows cannot end by `until`. `habits`: as `greedy_schedule`'s,
@@ -332,7 +336,7 @@ def best_greedy(inst: Instance, rules: tuple[str, ...] | None = None, stop: Stop
     if rules is not None or len(timings) <= QUICK_UP_TO:
         runs = [(r, a) for r in rules or QUICK_RULES for a in (False, True)]
     else:
-        runs = [(r, False) for r in (LARGE_RULES if until is not None else LARGE_RULES[:1])]
+        runs = [(r, False) for r in (LARGE_RULES if until is not None and not quick else LARGE_RULES[:1])]
     best, slowest = None, 0.0
     for rule, aware in runs:
         t0 = time.monotonic()

@@ -53,8 +53,8 @@ def solve(phase: Phase, spec: Spec, backend: str = "greedy",
         until = None if limit is None else m0 + GREEDY_SHARE * limit
         kept["habits"] = habits = frozenset(k for k in HABITS if backend == "greedy"
                                             and params.options.get(k) is True)
-        starts, widths, rule = best_greedy(inst, stop=inner.stop, until=until,
-                                           habits=habits)
+        starts, widths, rule = best_greedy(inst, stop=inner.stop, until=until, habits=habits,
+                                           quick=params.options.get("quick") is True)
         kept["greedy"] = greedy = Result(Status.FEASIBLE, (starts, widths), inst.horizon((starts, widths)),
                                          solver=f"greedy/{rule}")
 
