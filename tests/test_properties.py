@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import importlib.util
+from dataclasses import replace
 from pathlib import Path
 
 from conftest import HAND_SPEC
@@ -149,3 +150,20 @@ def test_clique_rest_counts_a_pairs_sends() -> None:
     assert by_name["clique"] <= proven_optimum(phase, spec)
     around = clique_bound(phase_timings(phase, spec), spec, seeds=0)  # the pair's seeds alone
     assert around.value == by_name["clique"] and "tiles 0 and 1" in around.where
+
+
+def test_heads_tails_bound_sees_a_lane_behind_a_chain() -> None:
+    """Four receives into tile 9 that all wait for one long transfer: the endpoint bound
+    counts them from the first possible arrival, the dependency bound one of them after the
+    long one; heads and tails count all four after it, which is the optimum here (the clique
+    bound, from the least head of its clique, comes within 24 cycles)."""
+    spec = load_spec("gc200")
+    first = Transfer("long", 0, (1,), 400, paired="never")
+    waiting = [Transfer(f"w{i}", 2 + 2 * i, (9,), 50, paired="never", after=("long",)) for i in range(4)]
+    phase = Phase("gc200", [first, *waiting], name="behind-a-chain")
+    by_name = {b.name: b.value for b in all_bounds(Instance(phase, spec))}
+    optimum = proven_optimum(phase, spec)
+    assert max(by_name["endpoint"], by_name["dependency"]) + 100 <= by_name["heads-tails"] == optimum
+    assert by_name["heads-tails"] > max(v for k, v in by_name.items() if k != "heads-tails")
+    plain = Phase("gc200", [first, *(replace(t, after=()) for t in waiting)], name="no-chain")
+    assert {b.name: b.value for b in all_bounds(Instance(plain, spec))}["heads-tails"] == 0
