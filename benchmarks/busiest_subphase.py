@@ -42,8 +42,10 @@ def main() -> None:
     spec = load_spec("gc200")
     phase = random_phase(spec, args.transfers, seed=0, name=f"random-{args.transfers}")
     inst = Instance(phase, spec)
-    whole = max(all_bounds(inst), key=lambda b: b.value)
-    print(f"{phase.name}: best bound {whole.value} ({whole.name}, {whole.where})")
+    named = all_bounds(inst)
+    whole = max(named, key=lambda b: b.value)
+    print(f"{phase.name}: best bound {whole.value} ({whole.name}, {whole.where}); each: "
+          + ", ".join(f"{b.name} {b.value}" for b in named))
     print(f"{'tiles':>5} {'transfers':>9} {'bound':>6} {'greedy':>7} {'cpsat':>6} {'proven':>7} {'time':>6}")
     for k in (int(x) for x in args.tiles.split(",")):
         tiles = set(busiest_receivers(inst, k))
