@@ -327,11 +327,11 @@ def best_greedy(inst: Instance, rules: tuple[str, ...] | None = None, stop: Stop
                 ) -> tuple[dict[str, int], dict[str, str], str]:
     """Run the priority rules, each with both width policies on phases up to `QUICK_UP_TO`
     transfers (on larger ones `LARGE_RULES`, plain width policy, with `until`; the first
-    alone without, or when `quick`), and keep the best schedule. With `stop`, Ctrl-C ends any run (`Stopped`
-    when no schedule is complete yet) and the deadline, or `until` (time.monotonic()), ends
-    the search after the first schedule: there is always one to fall back on; no rule starts
-    that the slowest so far shows cannot end by `until`. `habits`: as `greedy_schedule`'s,
-    for every rule."""
+    alone without, or when `quick`), and keep the best schedule. With `stop`, Ctrl-C ends
+    any run (`Stopped` when no schedule is complete yet) and the deadline, or `until`
+    (time.monotonic()), ends the search after the first schedule: there is always one to
+    fall back on; no rule starts that the slowest so far shows cannot end by `until`.
+    `habits`: as `greedy_schedule`'s, for every rule."""
     phase, spec, timings = inst.phase, inst.spec, inst.timings
     if rules is not None or len(timings) <= QUICK_UP_TO:
         runs = [(r, a) for r in rules or QUICK_RULES for a in (False, True)]
