@@ -9,7 +9,9 @@ own way, with the program's bound.
 4. Placement: the kept plan's arena placed again (4 KiB offsets, conflict-aware) and kept
    only if its rescheduled phases get shorter (`workloads.reschedule`).
 5. Schedules: the kept plan and placement replayed with `auto` on every phase, never worse
-   than its greedy run (auto starts from the greedy's schedule).
+   than its greedy run (auto starts from the greedy's schedule). When the placement cannot
+   fit (a fragment-level program whose greedy replay takes minutes), the phases whose
+   replay was quickest get `auto` as generated, the others keep their greedy schedules.
 
 Two bounds are reported: the chosen program's (`lower_bound`: every phase at its best lower
 bound, for these layouts and this placement, `ProgramRun.lower_bound`) and the program's
@@ -23,18 +25,21 @@ from __future__ import annotations
 import json
 import math
 import time
+from array import array
 from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
 from ipuopt.arena.validate import validate_placement
 from ipuopt.cells import Cell, Cells, cell_key
+from ipuopt.exchange.schedule import Schedule
 from ipuopt.exchange.solve import solve
+from ipuopt.exchange.timing import ORDINARY, PAIRED
 from ipuopt.layout.program_bound import program_bound
 from ipuopt.params import Interrupted, Progress, SolveParams, Stopped
 from ipuopt.result import Result, gap
 from ipuopt.spec import Spec
-from ipuopt.workloads.arena_export import readdress
+from ipuopt.workloads.arena_export import default_offsets, readdress
 from ipuopt.workloads.gemm import GemmLayout, default_layout
 from ipuopt.workloads.phases import generate
 from ipuopt.workloads.program import run_program
@@ -48,6 +53,10 @@ COMPILER = "compiler (default layouts, first-fit, greedy)"
 SHARES = {"build": 0.4, "plans": 0.15, "finalists": 0.4, "bound": 0.2, "placement": 0.35}
 REPLAY_RESERVE = 0.05  # of the time left for the schedules: replaying them and writing the run
 PLACEMENT_REPLAYS = 3  # the placement stage needs time for this many greedy replays, or is skipped
+# Without the placement: auto on a phase needs this many times its greedy replay's seconds for
+# its greedy to try more rules than the first, and gets the phases it fits after the bound,
+# which then has this share of the time left.
+AUTO_TIMES, BOUND_SPLIT = 5.0, 0.5
 
 
 _GENERATIONS: dict[str, Generation] = {}  # per process: the last plan generated, made once
@@ -87,8 +96,48 @@ def _finalist(ident: str, wl: Workload, spec: Spec, choice: dict[str, str], grai
     (every plan's made the same way, and fast; None if cut short)."""
     t = time.perf_counter()
     gen = _generation(ident, wl, spec, choice, grain)
-    run = run_program(gen, "greedy", _params(params, quick=True)).to_dict()
-    return None if run.get("interrupted") else {"run": run, "seconds": time.perf_counter() - t}
+    run = run_program(gen, "greedy", _params(params, quick=True))
+    if run.interrupted:
+        return None
+    kept = [_compact(gp.phase.transfers, r) for gp, r in zip(gen.phases, run.results, strict=True)]
+    return {"run": run.to_dict(), "seconds": time.perf_counter() - t, "schedules": kept}
+
+
+def _compact(transfers: list, res: Result[Schedule]) -> tuple:
+    """A phase's schedule in a few bytes a transfer (starts in the phase's order, the paired
+    ones' indices), to carry from a cell: dicts of hundreds of thousands of ids would not."""
+    sc = res.solution
+    return (res.status, res.value, res.bound, sc.phase, sc.spec,
+            array("q", (sc.starts[t.id] for t in transfers)),
+            array("l", (i for i, t in enumerate(transfers) if sc.widths[t.id] == PAIRED)))
+
+
+def _expanded(transfers: list, kept: tuple) -> Result[Schedule]:
+    status, value, bound, phase, spec, starts, paired = kept
+    widths = dict.fromkeys((t.id for t in transfers), ORDINARY)
+    widths.update((transfers[i].id, PAIRED) for i in paired)
+    starts = {t.id: s for t, s in zip(transfers, starts, strict=True)}
+    return Result(status, Schedule(starts, widths, value, phase, spec), value, bound)
+
+
+def _replay_seconds(finalist: dict[str, Any]) -> list[float]:
+    """Each phase's seconds in the finalist's greedy replay (unknown, and so never picked by
+    `_quickest`, for a replay without its schedules)."""
+    kept = finalist["schedules"] is not None
+    return [b.get("solve_s", math.inf) if kept else math.inf for b in finalist["greedy"]["boundaries"]]
+
+
+def _quickest(seconds: list[float], budget: float, at_once: int) -> list[int]:
+    """The phases, quickest replay first, whose auto runs (`AUTO_TIMES` their replay each)
+    fit in `budget` seconds with `at_once` running together."""
+    picked: list[int] = []
+    total = 0.0
+    for i in sorted(range(len(seconds)), key=lambda i: seconds[i]):
+        if (total + AUTO_TIMES * seconds[i]) / max(1, at_once) > budget:
+            break
+        picked.append(i)
+        total += AUTO_TIMES * seconds[i]
+    return picked
 
 
 def _placement(ident: str, wl: Workload, spec: Spec, choice: dict[str, str], grain: Any,
@@ -202,7 +251,7 @@ def optimize(wl: Workload, spec: Spec, grain: int | str | None = None, k: int = 
     unique = list({json.dumps(p["choice"], sort_keys=True): p["choice"] for p in plans}.values())
     tell({"task": f"finalists: {len(unique)} programs"})
     done = _finalists(cells, ident, wl, spec, grain, unique, budget("finalists"), give)
-    finalists = [{**p, "greedy": done[key]["run"]} for p in plans
+    finalists = [{**p, "greedy": done[key]["run"], "schedules": done[key].get("schedules")} for p in plans
                  if (key := json.dumps(p["choice"], sort_keys=True)) in done]
     took = max((r["seconds"] for r in done.values()), default=0.0)  # what every later step costs at least
     if not finalists:
@@ -223,7 +272,9 @@ def optimize(wl: Workload, spec: Spec, grain: int | str | None = None, k: int = 
             # those will not run: the bound may then have the time, less the run's writing
             left = params.budget()
             later = left is None or (1 - SHARES["bound"]) * left > PLACEMENT_REPLAYS * took
-            share = budget("bound") if later else params.share((1 - REPLAY_RESERVE) * left)
+            split = BOUND_SPLIT if _quickest(_replay_seconds(best), (1 - BOUND_SPLIT) * (left or 0),
+                                             par) else 1 - REPLAY_RESERVE
+            share = budget("bound") if later else params.share(split * left)
             bound = program_bound(wl, spec, grain, best["greedy"]["total_cycles"], params=share,
                                   say=lambda m: tell({"task": m}))
         except Stopped:  # stopped before its first round: no bound; the best program stands
@@ -244,20 +295,30 @@ def optimize(wl: Workload, spec: Spec, grain: int | str | None = None, k: int = 
             candidates.append(Candidate(name, offsets, validate_placement(arena, offsets).conflicts, hs))
         if candidates:
             placed = judged(gen, arena, "greedy", candidates)
-    if placed is not None and not params.stop.interrupted and params.stop.left() > took:
-        tell({"task": f"schedules of {best['name']}"})
+    improved: list[int] = []  # the phases given auto when the placement did not fit
+    if placed is not None:
+        at, phases = placed["offsets"], list(range(len(gen.phases)))
+        if params.stop.left() <= took:
+            phases = []
+    else:  # as generated: the quickest phases get auto, the others keep their replay's schedules
+        at, left = default_offsets(gen), params.budget() or 0.0
+        phases = improved = sorted(_quickest(_replay_seconds(best), left - max(2.0, REPLAY_RESERVE * left),
+                                             par))
+    if phases and not params.stop.interrupted:
         left = params.budget() or 0.0
         total = left - max(2.0, REPLAY_RESERVE * left)  # then the replay and the file
-        weights = [len(gp.phase.transfers) + 1 for gp in gen.phases]
-        order = sorted(range(len(gen.phases)), key=lambda i: -weights[i])  # the largest first
-        secs = {i: total * part for i, part in enumerate(packed(weights, par))}
-        at = placed["offsets"]
+        weights = [len(gen.phases[i].phase.transfers) + 1 for i in phases]
+        order = sorted(range(len(phases)), key=lambda k: -weights[k])  # the largest first
+        secs = [total * part for part in packed(weights, par)]
+        tell({"task": f"schedules of {best['name']} ({len(phases)} of {len(gen.phases)} phases)"})
         solved = cells.run(f"schedules ({so_far(best, bound)})", [
-            Cell(cell_key("schedule", ident, best["choice"], at, i), _schedule,
-                 (ident, wl, spec, best["choice"], grain, at, i, give(secs[i]))) for i in order])
-        results = dict(zip(order, solved, strict=True))
+            Cell(cell_key("schedule", ident, best["choice"], at, phases[k]), _schedule,
+                 (ident, wl, spec, best["choice"], grain, at, phases[k], give(secs[k]))) for k in order])
+        results = {phases[k]: r for k, r in zip(order, solved, strict=True)}
         if all(r is not None for r in results.values()):
-            run = run_program(readdressed(gen, placed["offsets"]), "auto",
+            results.update({i: _expanded(gp.phase.transfers, best["schedules"][i])
+                            for i, gp in enumerate(gen.phases) if i not in results})
+            run = run_program(readdressed(gen, at), "auto",
                               results=[results[i] for i in range(len(gen.phases))]).to_dict()
             if run["total_cycles"] <= best["greedy"]["total_cycles"]:
                 final, schedules = run, "auto"  # else the greedy's: never worse
@@ -269,8 +330,9 @@ def optimize(wl: Workload, spec: Spec, grain: int | str | None = None, k: int = 
         final["program_gap"] = gap(final["total_cycles"], bound.value)
     final["optimize"] = {
         "plan": best["name"], "model_cycles": best["model_cycles"], "schedules": schedules,
-        "placement": placed["kept"] if schedules == "auto" else "first-fit (as generated)",
-        "placement_gain_cycles": placed["before"] - placed["after"] if schedules == "auto" else 0,
+        "placement": placed["kept"] if schedules == "auto" and placed else "first-fit (as generated)",
+        "placement_gain_cycles": placed["before"] - placed["after"] if schedules == "auto" and placed else 0,
+        **({"auto_phases": [gen.phases[i].phase.name for i in improved]} if placed is None else {}),
         "baselines": {COMPILER: finalists[0]["greedy"]["total_cycles"]} if short else {
             "load-bound optimum plan, greedy": finalists[0]["greedy"]["total_cycles"],
             **({"compiler (beam plan, first-fit, greedy)": beam} if beam is not None else {})},

@@ -159,7 +159,8 @@ def test_a_bound_stopped_by_its_share_keeps_the_program(monkeypatch) -> None:
 
 def test_a_bound_gets_the_time_the_later_stages_cannot_use(monkeypatch) -> None:
     """When one replay took longer than what is left could hold for the placement's replays,
-    placement and auto are skipped, so the program bound gets the time left (not its 20%)."""
+    and no phase's auto fits either, placement and auto are skipped, so the program bound
+    gets the time left (not its 20%)."""
     import ipuopt.optimize as opt
     from ipuopt.params import SolveParams, Stopped
     from ipuopt.spec import load_spec
@@ -168,8 +169,10 @@ def test_a_bound_gets_the_time_the_later_stages_cannot_use(monkeypatch) -> None:
     given: list[float] = []
     finalists = opt._finalists
 
-    def slow(*args, **kwargs):  # replays as if each had taken 1,000 s
-        return {k: {**v, "seconds": 1000.0} for k, v in finalists(*args, **kwargs).items()}
+    def slow(*args, **kwargs):  # replays as if each, and each of their phases, had taken 1,000 s
+        return {k: {**v, "seconds": 1000.0, "run": {**v["run"], "boundaries": [
+            {**b, "solve_s": 1000.0} for b in v["run"]["boundaries"]]}}
+            for k, v in finalists(*args, **kwargs).items()}
 
     def bound(*args, params, **kwargs):
         given.append(params.budget())
@@ -181,3 +184,47 @@ def test_a_bound_gets_the_time_the_later_stages_cannot_use(monkeypatch) -> None:
     doc = opt.optimize(load_workload("mini-mlp"), load_spec("test64"), "box", 2, params)
     assert given and given[0] > 0.5 * 30  # most of the time, not a 20% share (6 s)
     assert doc["optimize"]["schedules"] == "greedy" and not doc.get("interrupted")
+
+
+def test_without_the_placement_the_quickest_phases_get_auto(monkeypatch) -> None:
+    """Replays too slow for the placement stage (a fragment-level program): the phases whose
+    replay was quickest get auto as generated, the slowest keeps the schedule its replay
+    found (carried from the cell compactly, and rebuilt exactly), and the program is never
+    worse than the best finalist's."""
+    import ipuopt.optimize as opt
+    from ipuopt.exchange.validate import validate
+    from ipuopt.params import SolveParams
+    from ipuopt.spec import load_spec
+    from ipuopt.workloads.workload import load_workload
+
+    finalists = opt._finalists
+    kept: dict[str, object] = {}
+
+    def slow(*args, **kwargs):  # the replay as if it had taken 1,000 s, its last phase 900 s of it
+        out = {}
+        for k, v in finalists(*args, **kwargs).items():
+            last = len(v["run"]["boundaries"]) - 1
+            out[k] = {**v, "seconds": 1000.0, "run": {**v["run"], "boundaries": [
+                {**b, "solve_s": 900.0 if i == last else b["solve_s"]}
+                for i, b in enumerate(v["run"]["boundaries"])]}}
+            kept[k] = v
+        return out
+
+    monkeypatch.setattr(opt, "_finalists", slow)
+    spec = load_spec("test64")
+    doc = opt.optimize(load_workload("mini-mlp"), spec, "box", 2, SolveParams(30))
+    o = doc["optimize"]
+    names = [b["phase"] for b in doc["boundaries"]]
+    assert o["schedules"] == "auto" and o["auto_phases"] == sorted(o["auto_phases"], key=names.index)
+    assert names[-1] not in o["auto_phases"] and len(o["auto_phases"]) == len(names) - 1
+    assert doc["total_cycles"] <= min(f["greedy_cycles"] for f in o["finalists"])
+    best = next(v for v in kept.values() if v["run"]["total_cycles"] == min(
+        f["greedy_cycles"] for f in o["finalists"]))
+    assert doc["boundaries"][-1]["horizon"] == best["run"]["boundaries"][-1]["horizon"]
+    wl = load_workload("mini-mlp")
+    gen = opt._generation("rebuilt", wl, spec, best["run"]["layouts"], "box")
+    assert len(best["schedules"]) == len(gen.phases)
+    for gp, packed, b in zip(gen.phases, best["schedules"], best["run"]["boundaries"], strict=True):
+        res = opt._expanded(gp.phase.transfers, packed)
+        report = validate(gp.phase, spec, res.solution)
+        assert report.ok and res.value == b["horizon"]

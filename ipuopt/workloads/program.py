@@ -9,6 +9,7 @@ gives the barrier metrics of every boundary.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,6 +30,7 @@ class ProgramRun:
     final_compute: int = 0
     total: int = 0
     interrupted: bool = False  # Ctrl-C: the boundaries up to the one it stopped
+    results: list[Result] = field(default_factory=list, repr=False)  # each phase's schedule, not written
 
     @property
     def lower_bound(self) -> int | None:
@@ -83,8 +85,11 @@ def run_program(gen: Generation, solver: str = "greedy", params: SolveParams | d
             progress({"task": f"run {index + 1}/{len(gen.phases)}: {gp.phase.name}"})
         left = params.stop.left()
         share = None if left is None else left * weights[index] / sum(weights[index:])
+        t0 = time.perf_counter()
         res = results[index] if results is not None else solve(
             gp.phase, spec, solver, params if share is None else params.share(share))
+        took = time.perf_counter() - t0
+        run.results.append(res)
         sim = simulate(gp.phase, spec, res.solution,
                        {t: now + work.get(t, 0) for t in range(spec.tiles)})
         doc = sim.to_dict()
@@ -95,7 +100,8 @@ def run_program(gen: Generation, solver: str = "greedy", params: SolveParams | d
             **{k: doc[k] for k in ("first_arrival", "last_arrival", "last_tile", "spread", "sync",
                                    "exchange_start", "horizon", "end", "after_last_arrival")},
             "status": res.status, "lower_bound": res.bound, "gap_cycles": res.value - res.bound,
-            **({"time_limit_s": round(share, 3)} if share is not None else {})})
+            **({"time_limit_s": round(share, 3)} if share is not None else {}),
+            **({"solve_s": round(took, 3)} if results is None else {})})
         now = doc["end"]
         if res.interrupted:
             run.interrupted, run.total = True, now
