@@ -54,9 +54,9 @@ SHARES = {"build": 0.4, "plans": 0.15, "finalists": 0.4, "bound": 0.2, "placemen
 REPLAY_RESERVE = 0.05  # of the time left for the schedules: replaying them and writing the run
 PLACEMENT_REPLAYS = 3  # the placement stage needs time for this many greedy replays, or is skipped
 # Without the placement: auto on a phase needs this many times its greedy replay's seconds for
-# its greedy to try more rules than the first, and gets the phases it fits after the bound,
-# which then has this share of the time left.
-AUTO_TIMES, BOUND_SPLIT = 5.0, 0.5
+# its greedy to try more rules than the first; the quickest phases get it in what the bound
+# leaves (the bound goes first: SigLIP attention at 900 s, given half, had none).
+AUTO_TIMES = 5.0
 
 
 _GENERATIONS: dict[str, Generation] = {}  # per process: the last plan generated, made once
@@ -96,11 +96,12 @@ def _finalist(ident: str, wl: Workload, spec: Spec, choice: dict[str, str], grai
     (every plan's made the same way, and fast; None if cut short)."""
     t = time.perf_counter()
     gen = _generation(ident, wl, spec, choice, grain)
+    made = time.perf_counter() - t
     run = run_program(gen, "greedy", _params(params, quick=True))
     if run.interrupted:
         return None
     kept = [_compact(gp.phase.transfers, r) for gp, r in zip(gen.phases, run.results, strict=True)]
-    return {"run": run.to_dict(), "seconds": time.perf_counter() - t, "schedules": kept}
+    return {"run": run.to_dict(), "seconds": time.perf_counter() - t, "generate_s": made, "schedules": kept}
 
 
 def _compact(transfers: list, res: Result[Schedule]) -> tuple:
@@ -120,16 +121,15 @@ def _expanded(transfers: list, kept: tuple) -> Result[Schedule]:
     return Result(status, Schedule(starts, widths, value, phase, spec), value, bound)
 
 
-def _replay_seconds(finalist: dict[str, Any]) -> list[float]:
-    """Each phase's seconds in the finalist's greedy replay (unknown, and so never picked by
-    `_quickest`, for a replay without its schedules)."""
-    kept = finalist["schedules"] is not None
-    return [b.get("solve_s", math.inf) if kept else math.inf for b in finalist["greedy"]["boundaries"]]
-
-
-def _quickest(seconds: list[float], budget: float, at_once: int) -> list[int]:
-    """The phases, quickest replay first, whose auto runs (`AUTO_TIMES` their replay each)
-    fit in `budget` seconds with `at_once` running together."""
+def _quickest(finalist: dict[str, Any], budget: float, at_once: int) -> list[int]:
+    """The finalist's phases, quickest replay first, whose auto runs (`AUTO_TIMES` their
+    replay's seconds each) fit in `budget` seconds with `at_once` running together, after
+    generating the plan again (a runner may hold another plan); none for a replay that did
+    not keep its schedules or seconds."""
+    if finalist.get("schedules") is None:
+        return []
+    seconds = [b.get("solve_s", math.inf) for b in finalist["greedy"]["boundaries"]]
+    budget -= finalist.get("generate_s", math.inf)
     picked: list[int] = []
     total = 0.0
     for i in sorted(range(len(seconds)), key=lambda i: seconds[i]):
@@ -251,8 +251,9 @@ def optimize(wl: Workload, spec: Spec, grain: int | str | None = None, k: int = 
     unique = list({json.dumps(p["choice"], sort_keys=True): p["choice"] for p in plans}.values())
     tell({"task": f"finalists: {len(unique)} programs"})
     done = _finalists(cells, ident, wl, spec, grain, unique, budget("finalists"), give)
-    finalists = [{**p, "greedy": done[key]["run"], "schedules": done[key].get("schedules")} for p in plans
-                 if (key := json.dumps(p["choice"], sort_keys=True)) in done]
+    finalists = [{**p, "greedy": done[key]["run"], **{k: done[key][k] for k in ("schedules", "generate_s")
+                                                         if k in done[key]}}
+                 for p in plans if (key := json.dumps(p["choice"], sort_keys=True)) in done]
     took = max((r["seconds"] for r in done.values()), default=0.0)  # what every later step costs at least
     if not finalists:
         if params.stop.interrupted:
@@ -272,9 +273,7 @@ def optimize(wl: Workload, spec: Spec, grain: int | str | None = None, k: int = 
             # those will not run: the bound may then have the time, less the run's writing
             left = params.budget()
             later = left is None or (1 - SHARES["bound"]) * left > PLACEMENT_REPLAYS * took
-            split = BOUND_SPLIT if _quickest(_replay_seconds(best), (1 - BOUND_SPLIT) * (left or 0),
-                                             par) else 1 - REPLAY_RESERVE
-            share = budget("bound") if later else params.share(split * left)
+            share = budget("bound") if later else params.share((1 - REPLAY_RESERVE) * left)
             bound = program_bound(wl, spec, grain, best["greedy"]["total_cycles"], params=share,
                                   say=lambda m: tell({"task": m}))
         except Stopped:  # stopped before its first round: no bound; the best program stands
@@ -302,8 +301,7 @@ def optimize(wl: Workload, spec: Spec, grain: int | str | None = None, k: int = 
             phases = []
     else:  # as generated: the quickest phases get auto, the others keep their replay's schedules
         at, left = default_offsets(gen), params.budget() or 0.0
-        phases = improved = sorted(_quickest(_replay_seconds(best), left - max(2.0, REPLAY_RESERVE * left),
-                                             par))
+        phases = improved = sorted(_quickest(best, left - max(2.0, REPLAY_RESERVE * left), par))
     if phases and not params.stop.interrupted:
         left = params.budget() or 0.0
         total = left - max(2.0, REPLAY_RESERVE * left)  # then the replay and the file

@@ -187,13 +187,13 @@ def test_a_bound_gets_the_time_the_later_stages_cannot_use(monkeypatch) -> None:
 
 
 def test_without_the_placement_the_quickest_phases_get_auto(monkeypatch) -> None:
-    """Replays too slow for the placement stage (a fragment-level program): the phases whose
-    replay was quickest get auto as generated, the slowest keeps the schedule its replay
-    found (carried from the cell compactly, and rebuilt exactly), and the program is never
-    worse than the best finalist's."""
+    """Replays too slow for the placement stage (a fragment-level program) and a bound that
+    leaves time: the phases whose replay was quickest get auto as generated, the slowest
+    keeps the schedule its replay found (carried from the cell compactly, and rebuilt
+    exactly), and the program is never worse than the best finalist's."""
     import ipuopt.optimize as opt
     from ipuopt.exchange.validate import validate
-    from ipuopt.params import SolveParams
+    from ipuopt.params import SolveParams, Stopped
     from ipuopt.spec import load_spec
     from ipuopt.workloads.workload import load_workload
 
@@ -210,7 +210,11 @@ def test_without_the_placement_the_quickest_phases_get_auto(monkeypatch) -> None
             kept[k] = v
         return out
 
+    def quick_bound(*args, **kwargs):  # the bound ends early (as on small workloads): time is left
+        raise Stopped
+
     monkeypatch.setattr(opt, "_finalists", slow)
+    monkeypatch.setattr(opt, "program_bound", quick_bound)
     spec = load_spec("test64")
     doc = opt.optimize(load_workload("mini-mlp"), spec, "box", 2, SolveParams(30))
     o = doc["optimize"]
@@ -228,3 +232,16 @@ def test_without_the_placement_the_quickest_phases_get_auto(monkeypatch) -> None
         res = opt._expanded(gp.phase.transfers, packed)
         report = validate(gp.phase, spec, res.solution)
         assert report.ok and res.value == b["horizon"]
+
+
+def test_the_quickest_phases_are_those_that_fit_after_generating_the_plan() -> None:
+    from ipuopt.optimize import AUTO_TIMES, _quickest
+
+    replay = {"greedy": {"boundaries": [{"solve_s": 2.0}, {"solve_s": 1.0}, {"solve_s": 10.0}]},
+              "schedules": [(), (), ()], "generate_s": 5.0}
+    budget = 5.0 + AUTO_TIMES * 3.0  # generating, then the two quickest phases
+    assert _quickest(replay, budget, 1) == [1, 0]
+    assert _quickest(replay, budget - 1, 1) == [1]
+    assert _quickest(replay, 5.0 + AUTO_TIMES * 13.0 / 2, 2) == [1, 0, 2]
+    assert _quickest({**replay, "schedules": None}, 1e9, 2) == []
+    assert _quickest({**replay, "generate_s": 1e9}, 1e6, 2) == []
