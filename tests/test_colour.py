@@ -3,6 +3,7 @@ hazard, groups of tiles coloured apart and alike groups alike, never worse than 
 
 from __future__ import annotations
 
+import random
 from collections import defaultdict
 
 from conftest import make_phase, make_spec
@@ -105,8 +106,12 @@ def test_auto_colours_large_phases_and_credits_colour_only_when_it_helped() -> N
     from ipuopt.spec import load_spec
 
     spec = load_spec("gc200")
-    groups = [[g + 20 * k for k in range(7)] for g in range(8)]  # 336 transfers: past CP-SAT's size
-    phase = make_phase(spec, *all_to_all(groups, 200, spec.regions[1].start, 0x8000))
+    # four in five sends of ten all-to-all groups (325 transfers: past CP-SAT's size); a whole
+    # all-to-all the greedy's `rotate` rule already sends in rounds, a thinned one it does not
+    groups = [[g + 20 * k for k in range(7)] for g in range(10)]
+    rng = random.Random(0)
+    kept = [t for t in all_to_all(groups, 200, spec.regions[1].start, 0x8000) if rng.random() < 0.8]
+    phase = make_phase(spec, *kept)
     params = {"time_limit": 4, "workers": 1, "seed": 0}
     s = solve(phase, spec, "auto", params)
     assert s.extras["methods"][0] == "colour"

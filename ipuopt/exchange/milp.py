@@ -150,7 +150,8 @@ def warm_start(spec: Spec, timings: list[Timing], hint: Solution, starts: dict, 
             paired[tid].setInitialValue(1 if hw[tid] == PAIRED else 0)
         for occ in tm.occupancies(hw[tid], spec):
             at[occ.kind, occ.key, tid] = hs[tid] + occ.offset
-    horizon.setInitialValue(max(hs[tm.transfer.id] + tm.end_offset(hw[tm.transfer.id]) for tm in timings))
+    horizon.setInitialValue(max((hs[tm.transfer.id] + tm.end_offset(hw[tm.transfer.id]) for tm in timings),
+                                default=0))
     for ((kind, key), ti, tj), y in order.items():
         a, b = ("rd", "wr") if kind == "el" else (kind, kind)
         pi, pj = at.get((a, key, ti)), at.get((b, key, tj))
