@@ -251,9 +251,8 @@ def optimize(wl: Workload, spec: Spec, grain: int | str | None = None, k: int = 
     unique = list({json.dumps(p["choice"], sort_keys=True): p["choice"] for p in plans}.values())
     tell({"task": f"finalists: {len(unique)} programs"})
     done = _finalists(cells, ident, wl, spec, grain, unique, budget("finalists"), give)
-    finalists = [{**p, "greedy": done[key]["run"], **{k: done[key][k] for k in ("schedules", "generate_s")
-                                                         if k in done[key]}}
-                 for p in plans if (key := json.dumps(p["choice"], sort_keys=True)) in done]
+    finalists = [{**p, **done[key], "greedy": done[key]["run"]} for p in plans  # with its schedules
+                 if (key := json.dumps(p["choice"], sort_keys=True)) in done]
     took = max((r["seconds"] for r in done.values()), default=0.0)  # what every later step costs at least
     if not finalists:
         if params.stop.interrupted:
