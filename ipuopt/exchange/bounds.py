@@ -124,7 +124,7 @@ def element_bound(timings: list[Timing], spec: Spec) -> Bound:
 
 def dependency_bound(timings: list[Timing], phase: Phase) -> Bound:
     """Longest chain through `after`, each transfer at its cheapest width and latency."""
-    order, heads = _dependency_heads(timings)
+    order, heads, _ = _dependency_heads(timings)
     best = Bound("dependency", 0, "")
     for i in order:
         tm = timings[i]
@@ -146,8 +146,7 @@ def heads_tails_bound(timings: list[Timing], spec: Spec) -> Bound:
     ex = spec.exchange
     if not any(tm.transfer.after for tm in timings):
         return Bound("heads-tails", 0, "no dependencies: the endpoint bound covers the lanes")
-    order, heads = _dependency_heads(timings)
-    succ, _ = successors(timings)
+    order, heads, succ = _dependency_heads(timings)
     after = [0] * len(timings)  # the longest chain that waits for a transfer to complete
     for i in reversed(order):
         after[i] = max((min(timings[k].end_offset(w) for w in timings[k].widths) + after[k]
@@ -192,10 +191,10 @@ def _jackson(jobs: list[tuple[int, int, int]]) -> int:
     return best
 
 
-def _dependency_heads(timings: list[Timing]) -> tuple[list[int], list[int]]:
+def _dependency_heads(timings: list[Timing]) -> tuple[list[int], list[int], list[list[int]]]:
     """A topological order of the transfers (Kahn's; phases are validated acyclic before
-    bounds are computed) and each one's earliest start through its `after` chain, every
-    transfer at its cheapest width."""
+    bounds are computed), each one's earliest start through its `after` chain, every
+    transfer at its cheapest width, and the transfers that wait for each."""
     succ, _ = successors(timings)
     order = topological_by(timings, [0] * len(timings))
     heads = [0] * len(timings)
@@ -203,7 +202,7 @@ def _dependency_heads(timings: list[Timing]) -> tuple[list[int], list[int]]:
         done = heads[i] + min(timings[i].end_offset(w) for w in timings[i].widths)
         for s in succ[i]:
             heads[s] = max(heads[s], done)
-    return order, heads
+    return order, heads, succ
 
 
 def clique_bound(timings: list[Timing], spec: Spec, seeds: int = 300,
