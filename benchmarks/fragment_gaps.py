@@ -53,6 +53,7 @@ def _bound_times(phase, spec, timings) -> list[str]:
                       ("pair", lambda: bounds.pair_bound(timings, spec)),
                       ("element", lambda: bounds.element_bound(timings, spec)),
                       ("dependency", lambda: bounds.dependency_bound(timings, phase)),
+                      ("group", lambda: bounds.group_bound(timings, spec)),
                       ("clique", lambda: bounds.clique_bound(timings, spec))):
         t0 = time.perf_counter()
         run()

@@ -29,7 +29,7 @@ def test_solve_writes_valid_schedule(tmp_path: Path) -> None:
     doc = json.loads(out.read_text())
     assert doc["horizon"] == summary["horizon"] and doc["solver"] == "greedy"
     assert {b["name"] for b in summary["bounds"]} == {"endpoint", "pair", "element", "dependency",
-                                                   "heads-tails", "clique"}
+                                                   "heads-tails", "group", "clique"}
     assert summary["lower_bound"] <= summary["horizon"]
     r = run_cli("validate", str(EXAMPLES / "small.yaml"), str(out))
     assert r.returncode == 0 and r.stdout.startswith("ok")

@@ -10,6 +10,8 @@ import heapq
 from collections import defaultdict
 from collections.abc import Callable
 
+import numpy as np
+
 from ipuopt.exchange.conflicts import Conflicts, held_resources
 from ipuopt.exchange.instance import Instance, successors, topological_by
 from ipuopt.exchange.phase import Phase
@@ -205,6 +207,130 @@ def _dependency_heads(timings: list[Timing]) -> tuple[list[int], list[int], list
     return order, heads, succ
 
 
+def group_bound(timings: list[Timing], spec: Spec, groups: int = 300,
+                enough: Callable[[], bool] | None = None) -> Bound:
+    """A multicast's receives exclude, on its tiles, everything else that arrives there. For
+    a set R of tiles that some multicast reaches, the transfers reaching all of R (A) each
+    hold every receive lane of R over their core [S + max a - lead, S + min a + d) (a over
+    R, d at the cheapest width): the cores are disjoint. Every other transfer reaching a tile
+    x of R (B) holds x's lane over its window [S + a_x - lead, S + a_x + d) (x its tile of R
+    with the least arrival), which avoids every core. So the horizon is at least the least
+    head, plus A's core lengths, plus a length the union of B's windows cannot be below
+    (`_Receives.union`): the lanes behind the multicast, e.g. a tile pair that feeds the
+    columns crossing a row, add to the row's own load where every single lane sees one or
+    the other. The sets tried are the `groups` heaviest destination sets of multicasts, best
+    first by what each could reach at most; `enough()` may end the search."""
+    load: dict[tuple[int, ...], int] = defaultdict(int)
+    for tm in timings:
+        if len(tm.arrival) > 1:
+            load[tuple(sorted(tm.arrival))] += spec.exchange.rx_lead + min(tm.duration.values())
+    if not load:
+        return Bound("group", 0, "no multicasts")
+    rc = _Receives(timings, spec)
+    tried = []
+    for r, _ in sorted(load.items(), key=lambda kv: (-kv[1], kv[0]))[:groups]:
+        head, total, b_set, s = rc.split(np.array(r))
+        tried.append((head + total + int(rc.most[b_set].max(initial=0)), r, head, total, b_set, s))
+    best = Bound("group", 0, "")
+    for reach, r, head, total, b_set, s in sorted(tried, key=lambda t: (-t[0], t[1])):
+        if reach <= best.value or (enough is not None and enough()):
+            break
+        v = head + total + rc.union(b_set, s)
+        if v > best.value:
+            best = Bound("group", v, f"multicasts into tiles {r[0]}-{r[-1]} ({len(r)} tiles) "
+                                     f"and {len(b_set)} other transfers received there")
+    return best
+
+
+class _Receives:
+    """The phase's receives as arrays, for `group_bound`: by transfer and by tile."""
+
+    def __init__(self, timings: list[Timing], spec: Spec) -> None:
+        ex = spec.exchange
+        self.o, self.lead = ex.tx_overhead, ex.rx_lead
+        n = len(timings)
+        big = 1 << 40  # a width the transfer does not have never is the cheaper one
+        self.src = np.array([tm.transfer.src for tm in timings], dtype=np.int64)
+        self.pair = np.array([-1 if tm.partner is None else min(tm.transfer.src, tm.partner)
+                              for tm in timings], dtype=np.int64)
+        self.d_ord = np.array([tm.duration.get("ordinary", big) for tm in timings], dtype=np.int64)
+        self.d_pair = np.array([tm.duration.get("paired", big) for tm in timings], dtype=np.int64)
+        self.dmin = np.minimum(self.d_ord, self.d_pair)
+        fan = np.array([len(tm.arrival) for tm in timings], dtype=np.int64)
+        self.ptr = np.concatenate(([0], np.cumsum(fan)))
+        self.who = np.repeat(np.arange(n, dtype=np.int64), fan)
+        self.tile = np.array([x for tm in timings for x in tm.arrival], dtype=np.int64)
+        self.arr = np.array([a for tm in timings for a in tm.arrival.values()], dtype=np.int64)
+        self.by_tile = np.argsort(self.tile, kind="stable")
+        self.tile_ptr = np.searchsorted(self.tile[self.by_tile], np.arange(int(self.tile.max()) + 2))
+        self.most = self._lane_loads()
+
+    def _lane_loads(self) -> np.ndarray:
+        """Per transfer, the most any lane it holds carries in all (cheapest widths; a pair's
+        two transmit lanes together, halved): what `union` can give at most."""
+        o, lead = self.o, self.lead
+        tx = np.bincount(self.src, weights=o + self.dmin)
+        rx = np.bincount(self.tile, weights=lead + self.dmin[self.who])
+        most = np.maximum(tx[self.src], 0)
+        np.maximum.at(most, self.who, rx[self.tile])
+        has = self.pair >= 0
+        if has.any():
+            pw = np.minimum(o + self.d_ord, 2 * (o + self.d_pair))
+            pairs = np.bincount(self.pair[has], weights=pw[has])
+            most[has] = np.maximum(most[has], -(-pairs[self.pair[has]] // 2))
+        return most.astype(np.int64)
+
+    def split(self, r: np.ndarray) -> tuple[int, int, np.ndarray, np.ndarray]:
+        """For the tile set r: the least head, A's total core length, B (transfer indices)
+        and each B transfer's window offset s (least arrival into r, less lead)."""
+        lo, hi = self.tile_ptr[r], self.tile_ptr[r + 1]
+        idx = self.by_tile[np.concatenate([np.arange(a, b) for a, b in zip(lo, hi, strict=True)])]
+        who, arr = self.who[idx], self.arr[idx]
+        order = np.argsort(who, kind="stable")
+        who, arr = who[order], arr[order]
+        first = np.flatnonzero(np.concatenate(([True], who[1:] != who[:-1])))
+        ids = who[first]
+        count = np.diff(np.concatenate((first, [len(who)])))
+        amax, amin = np.maximum.reduceat(arr, first), np.minimum.reduceat(arr, first)
+        a = count == len(r)
+        core = np.maximum(0, self.dmin[ids[a]] + self.lead - (amax[a] - amin[a]))
+        heads = np.concatenate((amax[a], amin[~a])) - self.lead
+        return int(heads.min()), int(core.sum()), ids[~a], amin[~a] - self.lead
+
+    def union(self, b_set: np.ndarray, s: np.ndarray) -> int:
+        """A length the union of the windows [S + s, S + s + lead + d) of `b_set` cannot be
+        below. On each lane the transfers hold (a transmit lane from S for o + d, a receive
+        lane from S + a_x - lead for lead + d, a tile pair's two transmit lanes with a paired
+        send holding both) their lane windows are disjoint; each window, shortened by the
+        spread of (s - lane offset) over the lane's transfers and moved by the largest, lies
+        inside its lane window, so what they add up to on one lane (a pair's over 2) is
+        covered by the union."""
+        if not len(b_set):
+            return 0
+        o, lead = self.o, self.lead
+        fan = self.ptr[b_set + 1] - self.ptr[b_set]
+        first = self.ptr[b_set] - np.cumsum(np.concatenate(([0], fan[:-1])))
+        rows = np.repeat(first, fan) + np.arange(fan.sum())  # their receives, in order
+        rep = np.repeat(np.arange(len(b_set)), fan)
+        best = int(lead + self.dmin[b_set].max())
+        has = self.pair[b_set] >= 0
+        for lane, at, shift, base, paired in (
+                (self.src[b_set], slice(None), s, o, False),
+                (self.pair[b_set][has], has, s[has], o, True),
+                (self.tile[rows], rep, s[rep] - self.arr[rows] + lead, lead, False)):
+            if not len(lane):
+                continue
+            top = np.full(int(lane.max()) + 1, np.iinfo(np.int64).min)
+            np.maximum.at(top, lane, shift)
+            room = lead + shift - top[lane]
+            do, dp = self.d_ord[b_set][at], self.d_pair[b_set][at]
+            m_ord = np.maximum(0, np.minimum(base + do, do + room))
+            m_pair = np.maximum(0, np.minimum(base + dp, dp + room))
+            work = np.bincount(lane, weights=np.minimum(m_ord, (2 if paired else 1) * m_pair))
+            best = max(best, int(-(-work.max() // 2)) if paired else int(work.max()))
+        return best
+
+
 def clique_bound(timings: list[Timing], spec: Spec, seeds: int = 300,
                  enough: Callable[[], bool] | None = None) -> Bound:
     """Transfers that pairwise conflict (`Conflicts`) run one at a time, even when no single
@@ -348,11 +474,13 @@ def _rest_union(timings: list[Timing], cores: dict[int, tuple[int, int]], spec: 
 
 
 def all_bounds(inst: Instance, enough: Callable[[], bool] | None = None) -> list[Bound]:
-    """Every named bound; the clique search, the only slow one, ends early when `enough()`."""
+    """Every named bound; the group and clique searches, the slow ones, end early when
+    `enough()`."""
     phase, spec, timings = inst.phase, inst.spec, inst.timings
     return [endpoint_bound(timings, spec), pair_bound(timings, spec),
             element_bound(timings, spec), dependency_bound(timings, phase),
-            heads_tails_bound(timings, spec), clique_bound(timings, spec, enough=enough)]
+            heads_tails_bound(timings, spec), group_bound(timings, spec, enough=enough),
+            clique_bound(timings, spec, enough=enough)]
 
 
 def best_bound(bounds: list[Bound]) -> Bound:
