@@ -2,12 +2,13 @@
 
 Every phase first gets the non-delay greedy (rule `time`) with three width policies (on
 large phases only when the limit is 30 s or more, as it is slower on wide multicasts, and
-no new one after 40% of the limit). Small phases then go to CP-SAT,
-warm-started with the better schedule; it proves most of them. Larger ones are coloured
-into rounds (`colour`: a fifth of the time at most, at once given up where rounds do not
-fit), then get the iterated greedy from the best schedule so far for half of the remaining
-time (many full greedy schedules, each valid), then LNS from its best (CP-SAT re-placing a
-few hundred transfers at a time).
+no new one after 40% of the limit). Small phases then go to CP-SAT, warm-started with the
+better schedule; it proves most of them. Larger ones cut into fragments are solved as their
+boxes first (`coarse`: a box's fragments one block, auto on the blocks, unrolled; 60% of
+the time left), then coloured into rounds (`colour`: a fifth of the time at most, at once
+given up where rounds do not fit), then get the iterated greedy from the best schedule so
+far for half of the remaining time (many full greedy schedules, each valid), then LNS from
+its best (CP-SAT re-placing a few hundred transfers at a time).
 The best schedule and the best bound of every method are kept, so auto never returns worse
 than the greedy; the solver named is the method that made the schedule returned.
 """
@@ -40,23 +41,27 @@ class Stage:
     def method(self) -> Method:
         if self.name == "time":
             return _non_delay
-        from ipuopt.exchange import colour, cpsat, iterated, lns
+        from ipuopt.exchange import coarse, colour, cpsat, iterated, lns
 
-        return {"cpsat": cpsat.solve_cpsat, "colour": colour.solve_colour,
+        return {"cpsat": cpsat.solve_cpsat, "coarse": coarse.solve_coarse, "colour": colour.solve_colour,
                 "iterated": iterated.solve_iterated, "lns": lns.solve_lns}[self.name]
 
 
 SMALL = (Stage("time", 1.0), Stage("cpsat", 1.0))
-LARGE = (Stage("time", 0.4), Stage("colour", 0.2), Stage("iterated", 0.5), Stage("lns", 1.0))
+LARGE = (Stage("time", 0.4), Stage("coarse", 0.6), Stage("colour", 0.2), Stage("iterated", 0.5),
+         Stage("lns", 1.0))
 
 
 def pipeline(inst: Instance, limit: float) -> tuple[Stage, ...]:
     """The stages auto runs on `inst` with `limit` seconds."""
+    from ipuopt.exchange.coarse import fragmented
+
     if len(inst.timings) <= CPSAT_UP_TO:
         return SMALL
+    stages = LARGE if fragmented(inst.timings) else tuple(s for s in LARGE if s.name != "coarse")
     if limit >= TIMED_FROM and timed_cost(inst.timings) < 0.4 * limit:
-        return LARGE
-    return LARGE[1:]
+        return stages
+    return stages[1:]
 
 
 def _non_delay(inst: Instance, hint: Solution, params: SolveParams, progress: Progress | None) -> Result:

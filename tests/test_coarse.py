@@ -1,0 +1,71 @@
+"""Coarsen, solve, refine: fragment-level phases scheduled as their boxes' blocks."""
+
+from __future__ import annotations
+
+import pytest
+
+from ipuopt.exchange.coarse import block_timing, blocks, solve_coarse, unrolled
+from ipuopt.exchange.greedy import best_greedy
+from ipuopt.exchange.instance import Instance
+from ipuopt.exchange.schedule import Schedule
+from ipuopt.exchange.validate import validate
+from ipuopt.params import SolveParams
+from ipuopt.result import Status
+from ipuopt.spec import load_spec
+from ipuopt.workloads.phases import generate
+from ipuopt.workloads.workload import load_workload
+
+
+@pytest.fixture(scope="module")
+def phases():
+    spec = load_spec("test64")
+    gen = generate(load_workload("mini-mlp"), spec, grain=32)
+    return spec, [g.phase for g in gen.phases]
+
+
+def _valid(phase, spec, solution) -> int:
+    starts, widths = solution
+    report = validate(phase, spec, Schedule(starts, widths))
+    assert report.ok, report.violations[:3]
+    return report.horizon
+
+
+def test_a_block_schedule_unrolled_is_valid_with_the_same_horizon(phases) -> None:
+    """Every phase of mini-mlp at 32 B: fragments of a box go as one block (several per
+    block), and any schedule of the blocks, unrolled, passes the validator (which knows
+    nothing of blocks) with the blocks' horizon."""
+    spec, found = phases
+    for phase in found:
+        inst = Instance(phase, spec)
+        groups = blocks(inst.timings)
+        assert sorted(i for g in groups for i in g) == list(range(len(inst.timings)))
+        assert len(groups) * 3 <= len(inst.timings)
+        coarse = [block_timing(inst.timings, g, spec) for g in groups]
+        cinst = Instance.of(spec, coarse)
+        for rule in ("load", "time"):
+            block_solution = best_greedy(cinst, rules=(rule,))[:2]
+            fine = unrolled(inst.timings, groups, coarse, block_solution, spec)
+            assert _valid(phase, spec, fine) == cinst.horizon(block_solution)
+
+
+def test_coarse_beats_the_fragment_greedy_and_keeps_the_phase_bound(phases) -> None:
+    """On the reduction the blocks' search ends below the greedy of the fragments, the
+    schedule is valid, and the bound reported is the phase's, not the blocks'."""
+    spec, found = phases
+    phase = next(p for p in found if p.name == "gemm2-reduction")
+    inst = Instance(phase, spec, bound=7)
+    hint = best_greedy(inst)[:2]
+    r = solve_coarse(inst, hint, SolveParams.of({"time_limit": 10, "workers": 1, "seed": 0}))
+    assert r.status == Status.FEASIBLE and r.solver.startswith("coarse/")
+    assert r.value < inst.horizon(hint) and r.bound == 7
+    assert _valid(phase, spec, r.solution) == r.value
+
+
+def test_coarse_leaves_phases_without_fragments_alone() -> None:
+    """Box-level phases (one transfer a box) are not coarsened: the hint comes back."""
+    spec = load_spec("test64")
+    phase = generate(load_workload("mini-mlp"), spec, grain="box").phases[-1].phase
+    inst = Instance(phase, spec)
+    hint = best_greedy(inst)[:2]
+    r = solve_coarse(inst, hint, SolveParams.of({"time_limit": 5}))
+    assert r.status == Status.FALLBACK and r.solution == hint
