@@ -195,3 +195,32 @@ def test_a_time_limit_holds_for_the_whole_command(mlp: Path, tmp_path: Path, pha
     assert r.returncode == 0, r.stderr
     assert took <= 1.05 * limit + 2, took
     assert json.loads(out.read_text())["extras"]["time_limit_s"] == limit
+
+
+@pytest.fixture(scope="module")
+def fragments(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """mini-mlp's phases on test64 cut at 32 B: several fragments a box, so auto solves them
+    as blocks first (`coarse`)."""
+    out = tmp_path_factory.mktemp("fragments")
+    r = run_cli("gen", "mini-mlp", "--spec", "test64", "--grain", "32", "--out-dir", str(out), "--quiet")
+    assert r.returncode == 0, r.stderr
+    return out
+
+
+def test_ctrl_c_while_auto_solves_the_blocks_keeps_the_best_schedule(fragments: Path, tmp_path: Path
+                                                                     ) -> None:
+    out, path = tmp_path / "s.json", fragments / "mini-mlp-gemm2-reduction.json"
+    args = ["solve", str(path), "--solver", "auto", "--time-limit", "120", "--out", str(out)]
+    r, took = _interrupt_at(args, "blocks of", after=1.0)
+    _kept_schedule(r, took, out, path)
+
+
+def test_a_time_limit_holds_while_auto_solves_the_blocks(fragments: Path, tmp_path: Path) -> None:
+    out = tmp_path / "s.json"
+    t0 = time.perf_counter()
+    r = run_cli("solve", str(fragments / "mini-mlp-gemm2-reduction.json"), "--solver", "auto",
+                "--time-limit", "5", "--out", str(out), "--json")
+    took = time.perf_counter() - t0
+    assert r.returncode == 0, r.stderr
+    assert took <= 1.05 * 5 + 2, took
+    assert json.loads(r.stdout)["method"].startswith("auto/")

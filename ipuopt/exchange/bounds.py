@@ -237,8 +237,8 @@ def group_bound(timings: list[Timing], spec: Spec, groups: int = 300,
             break
         v = head + total + rc.union(b_set, s)
         if v > best.value:
-            best = Bound("group", v, f"multicasts into tiles {r[0]}-{r[-1]} ({len(r)} tiles) "
-                                     f"and {len(b_set)} other transfers received there")
+            best = Bound("group", v, f"multicasts into {len(r)} tiles ({r[0]}..{r[-1]}) and "
+                                     f"{len(b_set)} other transfers received there")
     return best
 
 
@@ -271,7 +271,7 @@ class _Receives:
         o, lead = self.o, self.lead
         tx = np.bincount(self.src, weights=o + self.dmin)
         rx = np.bincount(self.tile, weights=lead + self.dmin[self.who])
-        most = np.maximum(tx[self.src], 0)
+        most = tx[self.src]
         np.maximum.at(most, self.who, rx[self.tile])
         has = self.pair >= 0
         if has.any():

@@ -19,7 +19,7 @@ from collections import defaultdict
 from ipuopt.exchange.instance import Instance, Solution
 from ipuopt.exchange.phase import Transfer
 from ipuopt.exchange.timing import Timing
-from ipuopt.params import Progress, SolveParams
+from ipuopt.params import Progress, SolveParams, Stopped
 from ipuopt.result import Result, Status
 from ipuopt.spec import Spec
 
@@ -95,17 +95,21 @@ def solve_coarse(inst: Instance, hint: Solution, params: SolveParams,
 
     spec, timings = inst.spec, inst.timings
     hinted = inst.horizon(hint)
-    groups = blocks(timings, inst.bound // BLOCKS_PER_LANE)
     if not fragmented(timings):
         return Result(Status.FALLBACK, hint, hinted, inst.bound, solver="coarse",
                       extras={"reason": "too few fragments per block"})
     t0 = time.perf_counter()
     limit = params.budget() or 0.0
+    groups = blocks(timings, inst.bound // BLOCKS_PER_LANE)
     coarse = [block_timing(timings, g, spec) for g in groups]
     cinst = Instance.of(spec, coarse)
     if progress is not None:
         progress({"stage": f"coarse: {len(coarse)} blocks of {len(timings)} transfers"})
-    start = best_greedy(cinst, stop=params.stop, until=time.monotonic() + 0.3 * limit)[:2]
+    try:
+        start = best_greedy(cinst, stop=params.stop, until=time.monotonic() + 0.3 * limit)[:2]
+    except Stopped:  # Ctrl-C or the deadline before the blocks had a schedule
+        return Result(Status.FALLBACK, hint, hinted, inst.bound, solver="coarse",
+                      extras={"reason": "stopped"})
     left = max(0.0, limit - (time.perf_counter() - t0))
     found = solve_auto(cinst, start, params.with_(time_limit=left), progress)
     solution = unrolled(timings, groups, coarse, found.solution or start, spec)
