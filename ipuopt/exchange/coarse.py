@@ -52,10 +52,14 @@ def fragmented(timings: list[Timing]) -> bool:
     return len(timings) >= WORTH_FROM * len(blocks(timings))
 
 
+def _gap(spec: Spec) -> int:
+    """Cycles between one fragment's payload and the next one's start in a block."""
+    return max(spec.exchange.tx_overhead, spec.exchange.rx_lead)
+
+
 def block_timing(timings: list[Timing], members: list[int], spec: Spec) -> Timing:
     """One timing that holds every lane and element of its members, sent back to back."""
-    ex = spec.exchange
-    gap = max(ex.tx_overhead, ex.rx_lead)
+    gap = _gap(spec)
     first = timings[members[0]]
     if len(members) == 1:
         return first
@@ -72,7 +76,7 @@ def block_timing(timings: list[Timing], members: list[int], spec: Spec) -> Timin
 def unrolled(timings: list[Timing], groups: list[list[int]], coarse: list[Timing],
              solution: Solution, spec: Spec) -> Solution:
     """The fragments' starts and widths from their blocks' schedule."""
-    gap = max(spec.exchange.tx_overhead, spec.exchange.rx_lead)
+    gap = _gap(spec)
     starts, widths = solution
     out_s: dict[str, int] = {}
     out_w: dict[str, str] = {}
