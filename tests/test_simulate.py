@@ -15,7 +15,7 @@ from ipuopt.exchange.greedy import greedy_schedule
 from ipuopt.exchange.phase import load_phase
 from ipuopt.exchange.random_phase import random_phase
 from ipuopt.exchange.schedule import Schedule
-from ipuopt.exchange.simulate import simulate
+from ipuopt.exchange.simulate import Simulation, _clean, _replay, simulate
 from ipuopt.exchange.solve import solve
 from ipuopt.exchange.validate import validate
 from ipuopt.spec import Spec
@@ -51,6 +51,11 @@ def test_broken_schedules_are_caught_by_both(spec: Spec, n: int, seed: int, move
     report = validate(phase, spec, schedule)
     sim = simulate(phase, spec, schedule)
     assert sim.ok == report.ok, (sim.breach, report.violations[:3])
+    if sim.ok or sim.breach.rule != "width":  # the numpy check and the event replay agree
+        clean, finish = _clean(phase, spec, schedule)
+        replay = _replay(phase, spec, schedule, Simulation(True, None, 0, {}))
+        assert clean == replay.ok, replay.breach
+        assert finish.tolist() == [replay.finish[t.id] for t in phase.transfers]
     if sim.ok:
         assert sim.horizon == report.horizon
     else:

@@ -6,6 +6,11 @@ fields, turned into begin and end events, and replayed in time order against the
 each lane and memory element. The first rule broken stops the replay. A replay that runs
 through yields the horizon, the barrier metrics of the phase given the tiles' arrival at
 the barrier, lane utilisation, and the critical chain of the transfer that ends last.
+
+The same occupancies are first checked at once in numpy (`_clean`: per resource, sorted by
+begin, no use starts before an earlier one's end): an event replay of a few hundred
+thousand transfers takes minutes in Python, and it is only needed to name the first rule a
+schedule breaks.
 """
 
 from __future__ import annotations
@@ -16,6 +21,8 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
+
+import numpy as np
 
 from ipuopt.exchange.phase import Phase, Transfer
 from ipuopt.exchange.schedule import Schedule
@@ -160,10 +167,11 @@ def resource_uses(phase: Phase, spec: Spec, schedule: Schedule) -> list[Use]:
 
 
 def simulate(phase: Phase, spec: Spec, schedule: Schedule,
-             arrivals: dict[int, int] | None = None) -> Simulation:
+             arrivals: dict[int, int] | None = None, detail: bool = True) -> Simulation:
     """Replay `schedule`; stop at the first broken rule. `arrivals` maps tile -> cycle at
     which it reaches the barrier (tiles not named arrive at 0); the exchange starts
-    `sync_cycles` after the last arrival."""
+    `sync_cycles` after the last arrival. Without `detail`, no lane utilisation and no
+    critical chain (a program's replay reads neither)."""
     ex = spec.exchange
     arrived = {t: 0 for t in range(spec.tiles)} | {int(k): int(v) for k, v in (arrivals or {}).items()}
     sim = Simulation(True, None, 0, {}, arrived, ex.sync_cycles)
@@ -171,7 +179,6 @@ def simulate(phase: Phase, spec: Spec, schedule: Schedule,
     for tid in schedule.starts:
         if tid not in by_id:
             return _stop(sim, Breach("unknown-transfer", (tid,), None, None, "not in the phase"))
-    uses: list[Use] = []
     for t in phase.transfers:
         if t.id not in schedule.starts:
             return _stop(sim, Breach("missing-transfer", (t.id,), None, None, "no start given"))
@@ -180,7 +187,25 @@ def simulate(phase: Phase, spec: Spec, schedule: Schedule,
             return _stop(sim, Breach("negative-start", (t.id,), t.src, (start, start)))
         if breach := _width_breach(t, paired, spec):
             return _stop(sim, breach)
-        mine, sim.finish[t.id] = _uses(t, start, paired, spec)
+    clean, finish = _clean(phase, spec, schedule)
+    if not clean:
+        return _replay(phase, spec, schedule, sim)
+    sim.finish = dict(zip(by_id, finish.tolist(), strict=True))
+    sim.horizon = max(sim.finish.values(), default=0)
+    if detail:
+        uses = resource_uses(phase, spec, schedule)
+        sim.lanes = _utilisation(uses, sim.horizon)
+        sim.chain = _critical_chain(phase, spec, schedule, uses, sim.finish)
+    return sim
+
+
+def _replay(phase: Phase, spec: Spec, schedule: Schedule, sim: Simulation) -> Simulation:
+    """The event replay of a schedule whose starts and widths are each allowed, up to the
+    first rule broken."""
+    ex = spec.exchange
+    uses: list[Use] = []
+    for t in phase.transfers:
+        mine, sim.finish[t.id] = _uses(t, schedule.starts[t.id], schedule.widths.get(t.id) == "paired", spec)
         uses += mine
     # Events: (time, 0 = end / 1 = begin, sequence, use); ends first, as intervals are half-open.
     events: list[tuple[int, int, int, Any]] = []
@@ -238,6 +263,116 @@ def simulate(phase: Phase, spec: Spec, schedule: Schedule,
     sim.lanes = _utilisation(uses, sim.horizon)
     sim.chain = _critical_chain(phase, spec, schedule, uses, sim.finish)
     return sim
+
+
+def _rate(rate: float) -> tuple[int, int]:
+    """A width's words per cycle as the fraction `_payload` divides by."""
+    f = Fraction(rate).limit_denominator(1 << 20)
+    return f.numerator, f.denominator
+
+
+def _element_rows(spec: Spec, tiles: np.ndarray, addr: np.ndarray, nbytes: np.ndarray,
+                  begin: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(resource key, begin, end) of each element each access touches (`_elements`, one row
+    per element); `addr` < 0 means no address."""
+    keys, bs, es = [], [], []
+    regions = spec.regions
+    span = max((r.size // r.element_bytes + 1 for r in regions), default=1)
+    for k, r in enumerate(regions):
+        lo = np.maximum(addr, r.start)
+        hi = np.minimum(addr + nbytes, r.start + r.size)
+        on = (addr >= 0) & (lo < hi)
+        first = (lo[on] - r.start) // r.element_bytes
+        count = (hi[on] - 1 - r.start) // r.element_bytes - first + 1
+        rows = np.repeat(np.arange(len(count)), count)
+        element = first[rows] + (np.arange(len(rows)) - np.repeat(np.cumsum(count) - count, count))
+        keys.append((tiles[on][rows] * len(regions) + k) * span + element)
+        bs.append(begin[on][rows])
+        es.append(end[on][rows])
+    return np.concatenate(keys), np.concatenate(bs), np.concatenate(es)
+
+
+def _earlier_ends(keys: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """Per row (rows sorted by key), the largest end among rows of the same key up to it (-1:
+    none); `ends` < 0 does not count."""
+    if not len(keys):
+        return ends
+    group = np.concatenate([[0], np.cumsum(keys[1:] != keys[:-1])])
+    big = int(max(ends.max(), 0)) + 2
+    return np.maximum.accumulate(np.maximum(ends, -1) + 1 + group * big) - group * big - 1
+
+
+def _exclusive(keys: np.ndarray, begin: np.ndarray, end: np.ndarray) -> bool:
+    """No two uses of one resource overlap (half-open intervals)."""
+    order = np.lexsort((begin, keys))
+    k, b, e = keys[order], begin[order], end[order]
+    reach = _earlier_ends(k, e)
+    return not np.any((k[1:] == k[:-1]) & (b[1:] < reach[:-1]))
+
+
+def _clean(phase: Phase, spec: Spec, schedule: Schedule) -> tuple[bool, np.ndarray]:
+    """Whether the schedule breaks no lane, format, memory or dependency rule (the
+    occupancies of `_uses`, all at once), and each transfer's completion."""
+    ex = spec.exchange
+    ts = phase.transfers
+    n = len(ts)
+    start = np.fromiter((schedule.starts[t.id] for t in ts), np.int64, n)
+    paired = np.fromiter((schedule.widths.get(t.id) == "paired" for t in ts), bool, n)
+    src = np.fromiter((t.src for t in ts), np.int64, n)
+    words = np.fromiter((t.words for t in ts), np.int64, n)
+    ndst = np.fromiter((len(t.dst) for t in ts), np.int64, n)
+    dst = np.fromiter((x for t in ts for x in t.dst), np.int64, int(ndst.sum()))
+    owner = np.repeat(np.arange(n), ndst)
+    (po, qo), (pp, qp) = _rate(ex.ordinary_words_per_cycle), _rate(ex.paired_words_per_cycle)
+    d = np.where(paired, -(-words * qp // pp), -(-words * qo // po))
+    sent = start + ex.tx_overhead
+    arrive = sent[owner] + ex.latency_base + np.floor(
+        ex.latency_per_tile * np.abs(src[owner] - dst)).astype(np.int64)
+    done = arrive + d[owner]
+    finish = np.zeros(n, dtype=np.int64)
+    np.maximum.at(finish, owner, done)
+    partner = np.array([spec.partner(int(s)) for s in src[paired]], dtype=np.int64)  # widths checked
+    lane = np.concatenate([src, partner, spec.tiles + dst])
+    if not _exclusive(lane, np.concatenate([start, start[paired], arrive - ex.rx_lead]),
+                      np.concatenate([sent + d, (sent + d)[paired], done])):
+        return False, finish
+    if ex.format_switch and _switch_too_soon(dst, arrive - ex.rx_lead, done, paired[owner], ex.format_switch):
+        return False, finish
+    nbytes = words * ex.word_bytes
+    none = -1
+    src_addr = np.fromiter((none if t.src_addr is None else t.src_addr for t in ts), np.int64, n)
+    dst_addr = np.fromiter((none if t.dst_addr is None else t.dst_addr for t in ts), np.int64, n)
+    rk, rb, re_ = _element_rows(spec, src, src_addr, nbytes, sent, sent + d)
+    wk, wb, we = _element_rows(spec, dst, dst_addr[owner], nbytes[owner], arrive, done + ex.write_hazard)
+    if _hazard(np.concatenate([rk, wk]), np.concatenate([rb, wb]), np.concatenate([re_, we]),
+               np.concatenate([np.zeros(len(rk), bool), np.ones(len(wk), bool)])):
+        return False, finish
+    at = phase.index or {t.id: i for i, t in enumerate(ts)}
+    for i, t in enumerate(ts):
+        if t.after and start[i] < max(finish[at[dep]] for dep in t.after):
+            return False, finish
+    return True, finish
+
+
+def _switch_too_soon(tiles: np.ndarray, begin: np.ndarray, end: np.ndarray, paired: np.ndarray,
+                     switch: int) -> bool:
+    """A receive begins less than `switch` cycles after the tile's last receive of the other
+    format ended (receive lanes already exclusive, so a tile's receives end in begin order)."""
+    order = np.lexsort((begin, tiles))
+    k, b, e, p = tiles[order], begin[order], end[order], paired[order]
+    last_paired = _earlier_ends(k, np.where(p, e, -1))
+    last_ordinary = _earlier_ends(k, np.where(p, -1, e))
+    other = np.where(p, last_ordinary, last_paired)
+    return bool(np.any((other >= 0) & (b < other + switch)))
+
+
+def _hazard(keys: np.ndarray, begin: np.ndarray, end: np.ndarray, write: np.ndarray) -> bool:
+    """A read and a write of one element overlap."""
+    order = np.lexsort((begin, keys))
+    k, b, e, w = keys[order], begin[order], end[order], write[order]
+    reads = _earlier_ends(k, np.where(w, -1, e))
+    writes = _earlier_ends(k, np.where(w, e, -1))
+    return bool(np.any(np.where(w, reads, writes) > b))
 
 
 def _stop(sim: Simulation, breach: Breach) -> Simulation:

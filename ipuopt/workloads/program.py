@@ -91,7 +91,7 @@ def run_program(gen: Generation, solver: str = "greedy", params: SolveParams | d
         took = time.perf_counter() - t0
         run.results.append(res)
         sim = simulate(gp.phase, spec, res.solution,
-                       {t: now + work.get(t, 0) for t in range(spec.tiles)})
+                       {t: now + work.get(t, 0) for t in range(spec.tiles)}, detail=False)
         doc = sim.to_dict()
         run.boundaries.append({
             "phase": gp.phase.name, "transfers": len(gp.phase.transfers),
