@@ -54,9 +54,10 @@ SHARES = {"build": 0.4, "plans": 0.15, "finalists": 0.4, "bound": 0.2, "placemen
 REPLAY_RESERVE = 0.05  # of the time left for the schedules: replaying them and writing the run
 PLACEMENT_REPLAYS = 3  # the placement stage needs time for this many greedy replays, or is skipped
 # Without the placement: auto on a phase needs this many times its greedy replay's seconds for
-# its greedy to try more rules than the first; the quickest phases get it in what the bound
-# leaves (the bound goes first: SigLIP attention at 900 s, given half, had none).
+# its greedy to try more rules than the first; the quickest phases get it (up to AUTO_ALONE of
+# what is left), the bound the rest, first (it reuses the layout problem's candidates).
 AUTO_TIMES = 5.0
+AUTO_ALONE = 0.5  # of the time left after the finalists: at most this for that auto, the rest the bound's
 
 
 _GENERATIONS: dict[str, Generation] = {}  # per process: the last plan generated, made once
@@ -138,6 +139,16 @@ def _quickest(finalist: dict[str, Any], budget: float, at_once: int) -> list[int
         picked.append(i)
         total += AUTO_TIMES * seconds[i]
     return picked
+
+
+def _auto_need(finalist: dict[str, Any], budget: float, at_once: int) -> float:
+    """Seconds the auto of the finalist's quickest phases (`_quickest` within `budget`) takes
+    with its generation: 0 when none fits."""
+    picked = _quickest(finalist, budget, at_once)
+    if not picked:
+        return 0.0
+    seconds = [b["solve_s"] for b in finalist["greedy"]["boundaries"]]
+    return finalist["generate_s"] + sum(AUTO_TIMES * seconds[i] for i in picked) / max(1, at_once)
 
 
 def _placement(ident: str, wl: Workload, spec: Spec, choice: dict[str, str], grain: Any,
@@ -269,12 +280,16 @@ def optimize(wl: Workload, spec: Spec, grain: int | str | None = None, k: int = 
         tell({"task": "program bound"})
         try:
             # when what its share leaves cannot hold the placement (a few replays) and auto,
-            # those will not run: the bound may then have the time, less the run's writing
+            # those will not run: the bound may then have the time the quickest phases' auto
+            # (the stage that runs instead) does not need, less the run's writing
             left = params.budget()
             later = left is None or (1 - SHARES["bound"]) * left > PLACEMENT_REPLAYS * took
-            share = budget("bound") if later else params.share((1 - REPLAY_RESERVE) * left)
+            share = budget("bound") if later else params.share(
+                (1 - REPLAY_RESERVE) * left - _auto_need(best, AUTO_ALONE * left, par))
+            built = None if short else problem.catalogue
             bound = program_bound(wl, spec, grain, best["greedy"]["total_cycles"], params=share,
-                                  say=lambda m: tell({"task": m}))
+                                  say=lambda m: tell({"task": m}),
+                                  catalogue=built if built is not None and built.grain == grain else None)
         except Stopped:  # stopped before its first round: no bound; the best program stands
             tell({"task": "program bound: stopped before its first round"})
     gen = _generation(ident, wl, spec, best["choice"], grain)

@@ -245,3 +245,46 @@ def test_the_quickest_phases_are_those_that_fit_after_generating_the_plan() -> N
     assert _quickest(replay, 5.0 + AUTO_TIMES * 13.0 / 2, 2) == [1, 0, 2]
     assert _quickest({**replay, "schedules": None}, 1e9, 2) == []
     assert _quickest({**replay, "generate_s": 1e9}, 1e6, 2) == []
+
+
+def test_without_the_placement_the_bound_leaves_the_quickest_phases_their_auto(monkeypatch) -> None:
+    """Replays too slow for the placement but with quick phases: the bound is given what is
+    left less what their auto needs (`_auto_need`), and those phases then get auto."""
+    import ipuopt.optimize as opt
+    from ipuopt.params import SolveParams, Stopped
+    from ipuopt.spec import load_spec
+    from ipuopt.workloads.workload import load_workload
+
+    finalists = opt._finalists
+    seen: dict[str, float] = {}
+
+    def slow(*args, **kwargs):  # each replay as if it had taken 1,000 s, its phases 1 s each
+        out = {}
+        for k, v in finalists(*args, **kwargs).items():
+            out[k] = {**v, "seconds": 1000.0, "run": {**v["run"], "boundaries": [
+                {**b, "solve_s": 1.0} for b in v["run"]["boundaries"]]}}
+            seen["need"] = opt._auto_need({**out[k], "greedy": out[k]["run"]}, 1e9, 2)
+        return out
+
+    whole = SolveParams(60)
+
+    def bound(*args, params, **kwargs):
+        seen["given"], seen["left"] = params.budget(), whole.stop.left()
+        raise Stopped
+
+    monkeypatch.setattr(opt, "_finalists", slow)
+    monkeypatch.setattr(opt, "program_bound", bound)
+    doc = opt.optimize(load_workload("mini-mlp"), load_spec("test64"), "box", 2, whole)
+    assert 0 < seen["need"] < 0.5 * seen["left"]
+    assert seen["given"] <= seen["left"] - seen["need"] + 0.5  # not all that is left
+    assert doc["optimize"]["auto_phases"]
+
+
+def test_auto_need_counts_the_generation_and_the_runners() -> None:
+    from ipuopt.optimize import AUTO_TIMES, _auto_need
+
+    replay = {"greedy": {"boundaries": [{"solve_s": 2.0}, {"solve_s": 1.0}, {"solve_s": 10.0}]},
+              "schedules": [(), (), ()], "generate_s": 5.0}
+    assert _auto_need(replay, 5.0 + AUTO_TIMES * 3.0, 1) == 5.0 + AUTO_TIMES * 3.0
+    assert _auto_need(replay, 1e9, 2) == 5.0 + AUTO_TIMES * 13.0 / 2
+    assert _auto_need(replay, 4.0, 1) == 0.0

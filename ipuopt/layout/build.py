@@ -122,7 +122,9 @@ def build_problem(wl: Workload, spec: Spec, within: float = 0.0, min_utilisation
     report.kept = {k: len(v) for k, v in kept.items()}
     report.seconds = time.perf_counter() - t0
     doc["kept"] = report.to_dict()
-    return layout_problem_from_dict(doc, f"{wl.name} on {spec.name}"), doc
+    problem = layout_problem_from_dict(doc, f"{wl.name} on {spec.name}")
+    problem.catalogue = cat
+    return problem, doc
 
 
 def _kept(cat: Catalogue, moves: Moves, report: Report, limit: float, exchange: str,

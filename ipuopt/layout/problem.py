@@ -58,6 +58,9 @@ class LayoutProblem:
     redistribution: dict[tuple[str, str, str], int]  # (tensor, from, to) -> cycles
     source: str = ""
     extra: dict[str, Any] = field(default_factory=dict)  # workload, spec, kept: carried into plans
+    # the candidates a workload's problem was built from, in memory only: the program bound
+    # over the same workload, spec and grain needs them too (minutes at fragment level)
+    catalogue: Any = field(default=None, repr=False, compare=False)
 
     def step(self, op: str) -> int:
         return self.order.index(op)

@@ -167,6 +167,7 @@ def program_bound(wl: Workload, spec: Spec, grain: Grain = None, upper: int | No
     params.start_clock()
     say = say or (lambda _m: None)
     cat = catalogue or Catalogue(wl, spec, min_utilisation, grain, say, params.stop.check)
+    cat.say, cat.check = say, params.stop.check  # a catalogue built earlier answered to its own clock
     prog = _Program(cat)
     moves = Moves(cat)
     moves.refresh(cat.cands, exact=False)  # floors valid whatever any producer leaves
