@@ -60,6 +60,19 @@ def fastest(words: int, spec: Spec) -> int:
     return payload_cycles(words, max(ex.ordinary_words_per_cycle, ex.paired_words_per_cycle))
 
 
+def pair_cost(words: np.ndarray, spec: Spec) -> np.ndarray:
+    """One send's cost to its tile pair's two transmit lanes, at its cheaper width."""
+    ex = spec.exchange
+
+    def at(rate: float) -> np.ndarray:
+        if float(rate).is_integer():
+            return -(-words // int(rate))
+        return np.vectorize(lambda w: payload_cycles(int(w), rate), otypes=[np.int64])(words)
+
+    return np.minimum(ex.tx_overhead + at(ex.ordinary_words_per_cycle),
+                      2 * (ex.tx_overhead + at(ex.paired_words_per_cycle)))
+
+
 class Lanes:
     """Per-tile lane work of one phase, and its load bound. With `pairs`, also each tile's
     sends as the pair bound counts them (`exchange.bounds.pair_bound`: ordinary on its own
@@ -83,16 +96,7 @@ class Lanes:
         return np.array([fastest(int(w), self.spec) for w in words], dtype=np.int64)
 
     def pair_cost(self, words: np.ndarray) -> np.ndarray:
-        """One send's cost to its tile pair's two transmit lanes, at its cheaper width."""
-        ex = self.spec.exchange
-
-        def at(rate: float) -> np.ndarray:
-            if float(rate).is_integer():
-                return -(-words // int(rate))
-            return np.vectorize(lambda w: payload_cycles(int(w), rate), otypes=[np.int64])(words)
-
-        return np.minimum(ex.tx_overhead + at(ex.ordinary_words_per_cycle),
-                          2 * (ex.tx_overhead + at(ex.paired_words_per_cycle)))
+        return pair_cost(words, self.spec)
 
     def bound(self) -> int:
         ex = self.spec.exchange

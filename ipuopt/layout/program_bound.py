@@ -39,7 +39,7 @@ from ipuopt.backends import cpsat
 from ipuopt.errors import InputError
 from ipuopt.layout.candidates import INPUT_LAYOUT, Cand, Catalogue
 from ipuopt.layout.moves import Moves
-from ipuopt.layout.pricing import Held, Lanes, move_lanes
+from ipuopt.layout.pricing import Held, Lanes, move_lanes, pair_cost
 from ipuopt.params import SolveParams, Stopped
 from ipuopt.spec import Spec
 from ipuopt.workloads.fragments import Grain, grain_name, lane_work
@@ -124,9 +124,8 @@ def _pair_reduction(cat: Catalogue, op: Operator, c: Cand) -> int:
     piece = src.batches_per_group * (m // lay.rows // lay.sub_a) * (n // lay.cols // lay.sub_b)
     if piece <= 0:
         return 0
-    lanes = Lanes(spec, pairs=True)
     one = lane_work(np.ones(1, dtype=np.int64), np.array([piece * PARTIAL_BYTES]), cat.grain,
-                    lanes.pair_cost, spec.exchange.word_bytes)
+                    lambda w: pair_cost(w, spec), spec.exchange.word_bytes)
     return (lay.parts - 1) * int(one[0]) + spec.latency(0, 1)
 
 
