@@ -275,8 +275,8 @@ def _element_rows(spec: Spec, tiles: np.ndarray, addr: np.ndarray, nbytes: np.nd
                   begin: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(resource key, begin, end) of each element each access touches (`_elements`, one row
     per element); `addr` < 0 means no address."""
-    keys, bs, es = [], [], []
     regions = spec.regions
+    keys, bs, es = [np.zeros(0, np.int64)], [np.zeros(0, np.int64)], [np.zeros(0, np.int64)]
     span = max((r.size // r.element_bytes + 1 for r in regions), default=1)
     for k, r in enumerate(regions):
         lo = np.maximum(addr, r.start)
