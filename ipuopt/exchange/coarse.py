@@ -27,19 +27,25 @@ WORTH_FROM = 3  # fragments per block on average below which coarsening is not t
 BLOCKS_PER_LANE = 8  # a block's payloads at most this share of the phase's bound
 
 
-def blocks(timings: list[Timing], longest: int = 0) -> list[list[int]]:
-    """Indices of the transfers that go as one block: same source, destinations and widths,
-    in no dependency; in their order in the phase. With `longest`, a block whose payloads
-    add up to more is cut into as few equal runs as bring each within it (a few blocks per
-    lane leave a schedule of blocks too little room)."""
+def _boxes(timings: list[Timing]) -> list[list[int]]:
+    """Indices of the transfers with the same source, destinations and widths, in no
+    dependency; in their order in the phase."""
     waited = {a for tm in timings for a in tm.transfer.after}
     by_key: dict[tuple, list[int]] = defaultdict(list)
     for i, tm in enumerate(timings):
         t = tm.transfer
         alone = bool(t.after) or t.id in waited
         by_key[(i,) if alone else (t.src, tuple(tm.arrival), tm.widths)].append(i)
+    return list(by_key.values())
+
+
+def blocks(timings: list[Timing], longest: int = 0, boxes: list[list[int]] | None = None
+           ) -> list[list[int]]:
+    """Indices of the transfers that go as one block (`_boxes`, or `boxes` found already).
+    With `longest`, a block whose payloads add up to more is cut into as few equal runs as
+    bring each within it (a few blocks per lane leave a schedule of blocks too little room)."""
     out = []
-    for members in by_key.values():
+    for members in boxes if boxes is not None else _boxes(timings):
         total = sum(min(timings[i].duration.values()) for i in members)
         cuts = max(1, -(-total // longest)) if longest else 1
         size = -(-len(members) // cuts)
@@ -47,9 +53,9 @@ def blocks(timings: list[Timing], longest: int = 0) -> list[list[int]]:
     return out
 
 
-def fragmented(timings: list[Timing]) -> bool:
+def fragmented(timings: list[Timing], boxes: list[list[int]] | None = None) -> bool:
     """Whether the phase has enough fragments per box for `solve_coarse` to try."""
-    return len(timings) >= WORTH_FROM * len(blocks(timings))
+    return len(timings) >= WORTH_FROM * len(boxes if boxes is not None else _boxes(timings))
 
 
 def _gap(spec: Spec) -> int:
@@ -99,12 +105,13 @@ def solve_coarse(inst: Instance, hint: Solution, params: SolveParams,
 
     spec, timings = inst.spec, inst.timings
     hinted = inst.horizon(hint)
-    if not fragmented(timings):
+    boxes = _boxes(timings)
+    if not fragmented(timings, boxes):
         return Result(Status.FALLBACK, hint, hinted, inst.bound, solver="coarse",
                       extras={"reason": "too few fragments per block"})
     t0 = time.perf_counter()
     limit = params.budget() or 0.0
-    groups = blocks(timings, inst.bound // BLOCKS_PER_LANE)
+    groups = blocks(timings, inst.bound // BLOCKS_PER_LANE, boxes)
     coarse = [block_timing(timings, g, spec) for g in groups]
     cinst = Instance.of(spec, coarse)
     if progress is not None:

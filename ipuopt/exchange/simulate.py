@@ -104,7 +104,8 @@ class Use:
 
 
 def _payload(words: int, rate: float) -> int:
-    return math.ceil(Fraction(words) / Fraction(rate).limit_denominator(1 << 20))
+    p, q = _rate(rate)
+    return -(-words * q // p)
 
 
 def _latency(spec: Spec, src: int, dst: int) -> int:
@@ -336,7 +337,7 @@ def _clean(phase: Phase, spec: Spec, schedule: Schedule) -> tuple[bool, np.ndarr
     if not _exclusive(lane, np.concatenate([start, start[paired], arrive - ex.rx_lead]),
                       np.concatenate([sent + d, (sent + d)[paired], done])):
         return False, finish
-    if ex.format_switch and _switch_too_soon(dst, arrive - ex.rx_lead, done, paired[owner], ex.format_switch):
+    if ex.format_switch and _too_soon(dst, arrive - ex.rx_lead, done, paired[owner], ex.format_switch):
         return False, finish
     nbytes = words * ex.word_bytes
     none = -1
@@ -344,8 +345,8 @@ def _clean(phase: Phase, spec: Spec, schedule: Schedule) -> tuple[bool, np.ndarr
     dst_addr = np.fromiter((none if t.dst_addr is None else t.dst_addr for t in ts), np.int64, n)
     rk, rb, re_ = _element_rows(spec, src, src_addr, nbytes, sent, sent + d)
     wk, wb, we = _element_rows(spec, dst, dst_addr[owner], nbytes[owner], arrive, done + ex.write_hazard)
-    if _hazard(np.concatenate([rk, wk]), np.concatenate([rb, wb]), np.concatenate([re_, we]),
-               np.concatenate([np.zeros(len(rk), bool), np.ones(len(wk), bool)])):
+    if _too_soon(np.concatenate([rk, wk]), np.concatenate([rb, wb]), np.concatenate([re_, we]),
+                 np.concatenate([np.zeros(len(rk), bool), np.ones(len(wk), bool)]), 0):
         return False, finish
     at = phase.index or {t.id: i for i, t in enumerate(ts)}
     for i, t in enumerate(ts):
@@ -354,25 +355,15 @@ def _clean(phase: Phase, spec: Spec, schedule: Schedule) -> tuple[bool, np.ndarr
     return True, finish
 
 
-def _switch_too_soon(tiles: np.ndarray, begin: np.ndarray, end: np.ndarray, paired: np.ndarray,
-                     switch: int) -> bool:
-    """A receive begins less than `switch` cycles after the tile's last receive of the other
-    format ended (receive lanes already exclusive, so a tile's receives end in begin order)."""
-    order = np.lexsort((begin, tiles))
-    k, b, e, p = tiles[order], begin[order], end[order], paired[order]
-    last_paired = _earlier_ends(k, np.where(p, e, -1))
-    last_ordinary = _earlier_ends(k, np.where(p, -1, e))
-    other = np.where(p, last_ordinary, last_paired)
-    return bool(np.any((other >= 0) & (b < other + switch)))
-
-
-def _hazard(keys: np.ndarray, begin: np.ndarray, end: np.ndarray, write: np.ndarray) -> bool:
-    """A read and a write of one element overlap."""
+def _too_soon(keys: np.ndarray, begin: np.ndarray, end: np.ndarray, kind: np.ndarray, gap: int) -> bool:
+    """A use begins less than `gap` cycles after the end of an earlier-begun use of the same
+    key and the other kind: a read against a write of one element (gap 0), or a receive
+    after the tile's last receive of the other format (the format switch; receive lanes
+    already exclusive, so a tile's receives end in begin order)."""
     order = np.lexsort((begin, keys))
-    k, b, e, w = keys[order], begin[order], end[order], write[order]
-    reads = _earlier_ends(k, np.where(w, -1, e))
-    writes = _earlier_ends(k, np.where(w, e, -1))
-    return bool(np.any(np.where(w, reads, writes) > b))
+    k, b, e, w = keys[order], begin[order], end[order], kind[order]
+    other = np.where(w, _earlier_ends(k, np.where(w, -1, e)), _earlier_ends(k, np.where(w, e, -1)))
+    return bool(np.any((other >= 0) & (b < other + gap)))
 
 
 def _stop(sim: Simulation, breach: Breach) -> Simulation:

@@ -95,9 +95,6 @@ class Lanes:
             return -(-words // int(self.rate))
         return np.array([fastest(int(w), self.spec) for w in words], dtype=np.int64)
 
-    def pair_cost(self, words: np.ndarray) -> np.ndarray:
-        return pair_cost(words, self.spec)
-
     def bound(self) -> int:
         ex = self.spec.exchange
         lat0 = self.spec.latency(0, 1)
@@ -148,7 +145,7 @@ def move_lanes(held: Held, needs: list[Need], elem: int, spec: Spec, grain: Grai
         sent = dst > 0
         np.add.at(lanes.tx, src, -(-dst // ex.max_fanout) * tx_work)
         if lanes.pair is not None:
-            pair_work = lane_work(runs, run_bytes, grain, lanes.pair_cost, ex.word_bytes)
+            pair_work = lane_work(runs, run_bytes, grain, lambda w: pair_cost(w, spec), ex.word_bytes)
             np.add.at(lanes.pair, src[sent], (-(-dst // ex.max_fanout) * pair_work)[sent])
         per_need = np.bincount(n[sent], weights=rx_work[sent], minlength=len(part)).astype(np.int64)
         np.add.at(lanes.rx, tiles, per_need[owner])
