@@ -224,3 +224,23 @@ def test_a_time_limit_holds_while_auto_solves_the_blocks(fragments: Path, tmp_pa
     assert r.returncode == 0, r.stderr
     assert took <= 1.05 * 5 + 2, took
     assert json.loads(r.stdout)["method"].startswith("auto/")
+
+
+def test_a_stop_asked_as_a_cp_sat_search_begins_still_ends_it() -> None:
+    """CP-SAT drops a stop_search() that comes before its solve has set up: a Ctrl-C in that
+    moment (after `cpsat.solve`'s own check) ran the search to its time limit, flakily."""
+    from ipuopt.backends import cpsat
+    from ipuopt.exchange.cpsat import build_model
+    from ipuopt.exchange.greedy import best_greedy
+    from ipuopt.exchange.instance import Instance
+    from ipuopt.params import SolveParams
+
+    inst = Instance(*load_phase(ROOT / "models" / "examples" / "medium.yaml"))
+    starts, widths, _ = best_greedy(inst)
+    model = build_model(inst.spec, inst.timings, inst.horizon((starts, widths))).model
+    params = SolveParams(time_limit=30, workers=2)
+    solver = cpsat.new_solver(params)
+    params.stop.request()  # asked between the check and the search's start
+    t0 = time.perf_counter()
+    solver.solve(model)  # what cpsat.solve calls after its check
+    assert time.perf_counter() - t0 < 3

@@ -111,7 +111,7 @@ class _CpsatRun:
         self.solver = cpsat.new_solver(self.params, run.remaining(), self.wall_clock)
         if self.cancelled.is_set():
             return
-        self.status = cpsat.STATUS.get(self.solver.solve(model.model), Status.UNKNOWN)
+        self.status = cpsat.STATUS.get(cpsat.solve(model.model, self.solver), Status.UNKNOWN)
         if self.status in (Status.OPTIMAL, Status.FEASIBLE):
             self.offsets = model.read(self.solver)
         if self.status in (Status.OPTIMAL, Status.INFEASIBLE):

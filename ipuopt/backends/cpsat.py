@@ -15,6 +15,28 @@ STATUS = {cp_model.OPTIMAL: Status.OPTIMAL, cp_model.FEASIBLE: Status.FEASIBLE,
           cp_model.INFEASIBLE: Status.INFEASIBLE}
 # Options meant for other backends that a profile or a race may carry along.
 _NOT_CPSAT = ("milp_solver", "solver", "msg", "rounds", "free", "sub_time_limit", "prove_split")
+HALT_EVERY = 0.05  # seconds between the repeated stop requests of one asked search
+HALT_TRIES = 100  # a search that has not begun 5 s after the request sees it at its start
+
+
+class _Halt:
+    """Stops one solver's search when Ctrl-C is asked. CP-SAT drops a `stop_search()` that
+    comes before its `solve()` has set up (the moment between `solve`'s own check and the
+    search's start), and the search would then run to its time limit: so the request is
+    repeated until the solve has returned."""
+
+    def __init__(self, solver: cp_model.CpSolver) -> None:
+        self.solver = solver
+        self.ended = threading.Event()
+
+    def __call__(self) -> None:
+        threading.Thread(target=self._repeat, daemon=True).start()
+
+    def _repeat(self) -> None:
+        for _ in range(HALT_TRIES):
+            self.solver.stop_search()
+            if self.ended.wait(HALT_EVERY):
+                return
 
 
 def is_parameter(key: str) -> bool:
@@ -55,7 +77,8 @@ def new_solver(params: SolveParams, time_limit: float | None = None, wall_clock:
             setattr(sp, key, value)
         except (TypeError, ValueError) as exc:
             raise InputError.one("", f"params.{key}", f"bad value {value!r}: {exc}") from None
-    params.stop.on_request(solver.stop_search)
+    solver.ipuopt_halt = halt = _Halt(solver)
+    params.stop.on_request(halt)
     solver.ipuopt_limits = (params.stop, params.reproducible and not wall_clock)  # read back by `solve`
     return solver
 
@@ -81,7 +104,8 @@ def solve(model: cp_model.CpModel, solver: cp_model.CpSolver, progress: Progress
         solver.parameters.max_time_in_seconds = 0.0
     code = solver.solve(model, ProgressCallback(progress) if progress else None)
     if stop is not None:
-        stop.forget(solver.stop_search)
+        solver.ipuopt_halt.ended.set()
+        stop.forget(solver.ipuopt_halt)
     sp = solver.parameters
     if (deterministic and not stop.interrupted and code not in (cp_model.OPTIMAL, cp_model.INFEASIBLE)
             and solver.wall_time >= 0.95 * sp.max_time_in_seconds
