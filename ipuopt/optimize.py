@@ -52,6 +52,8 @@ from ipuopt.workloads.workload import Workload
 COMPILER = "compiler (default layouts, first-fit, greedy)"
 SHARES = {"build": 0.4, "plans": 0.15, "finalists": 0.4, "bound": 0.2, "placement": 0.35}
 REPLAY_RESERVE = 0.05  # of the time left for the schedules: replaying them and writing the run
+REPLAY_MARGIN = 1.5  # the final replay's estimate: this many times the finalist's own replay
+CLOSING = 3.0  # seconds: the local cluster's workers ending and the run file written
 PLACEMENT_REPLAYS = 3  # the placement stage needs time for this many greedy replays, or is skipped
 # Without the placement: auto on a phase needs this many times its greedy replay's seconds for
 # its greedy to try more rules than the first; the quickest phases get it (up to AUTO_ALONE of
@@ -71,12 +73,19 @@ def _generation(ident: str, wl: Workload, spec: Spec, choice: dict[str, str], gr
     return _GENERATIONS[key]
 
 
-def _params(given: SolveParams | float, **options: Any) -> SolveParams:
-    """A cell's budget (with these solver options); plain seconds (on a worker) start counting
-    at once, so that generating the plan there is inside it."""
+Budget = SolveParams | tuple[float, float]  # a share of this clock, or (seconds, epoch deadline)
+
+
+def _params(given: Budget, **options: Any) -> SolveParams:
+    """A cell's budget (with these solver options), called first thing in the cell. On a worker
+    (seconds, deadline) starts counting at once, so that generating the plan there is inside
+    it, and never runs past the command's deadline (time.time(): another process's monotonic
+    clock is not this one's), however long the cell waited for its runner."""
     if not isinstance(given, SolveParams):
-        given = SolveParams(given)
+        seconds, deadline = given
+        given = SolveParams(seconds)
         given.start_clock()
+        given.stop.until(time.monotonic() + deadline - time.time())
     return given.with_(options={**given.options, **options}) if options else given
 
 
@@ -92,17 +101,19 @@ def packed(weights: list[int], at_once: int) -> list[float]:
 
 
 def _finalist(ident: str, wl: Workload, spec: Spec, choice: dict[str, str], grain: Any,
-              params: SolveParams | float) -> dict[str, Any] | None:
+              params: Budget) -> dict[str, Any] | None:
     """A cell: the plan's program replayed with greedy schedules, one rule on large phases
     (every plan's made the same way, and fast; None if cut short)."""
-    t = time.perf_counter()
+    t, params = time.perf_counter(), _params(params, quick=True)
     gen = _generation(ident, wl, spec, choice, grain)
     made = time.perf_counter() - t
-    run = run_program(gen, "greedy", _params(params, quick=True))
+    run = run_program(gen, "greedy", params)
     if run.interrupted:
         return None
     kept = [_compact(gp.phase.transfers, r) for gp, r in zip(gen.phases, run.results, strict=True)]
-    return {"run": run.to_dict(), "seconds": time.perf_counter() - t, "generate_s": made, "schedules": kept}
+    doc, took = run.to_dict(), time.perf_counter() - t
+    replay = took - made - sum(b["solve_s"] for b in doc["boundaries"])  # simulating the phases
+    return {"run": doc, "seconds": took, "generate_s": made, "replay_s": max(0.0, replay), "schedules": kept}
 
 
 def _compact(transfers: list, res: Result[Schedule]) -> tuple:
@@ -151,23 +162,31 @@ def _auto_need(finalist: dict[str, Any], budget: float, at_once: int) -> float:
     return finalist["generate_s"] + sum(AUTO_TIMES * seconds[i] for i in picked) / max(1, at_once)
 
 
+def _reserve(finalist: dict[str, Any], left: float) -> float:
+    """Seconds kept after the schedule cells: the program's final replay (simulating every
+    phase, as long as the finalist's replay spent on it: minutes at fragment level) and the
+    command's end."""
+    return max(2.0, REPLAY_RESERVE * left, REPLAY_MARGIN * finalist.get("replay_s", 0.0) + CLOSING)
+
+
 def _placement(ident: str, wl: Workload, spec: Spec, choice: dict[str, str], grain: Any,
-               offsets: dict[str, int], params: SolveParams | float) -> dict[str, int] | None:
+               offsets: dict[str, int], params: Budget) -> dict[str, int] | None:
     """A cell: the plan's phases moved to `offsets` and rescheduled with the greedy."""
-    return horizons(_generation(ident, wl, spec, choice, grain), offsets, "greedy",
-                    _params(params, quick=True))
+    params = _params(params, quick=True)
+    return horizons(_generation(ident, wl, spec, choice, grain), offsets, "greedy", params)
 
 
 def _schedule(ident: str, wl: Workload, spec: Spec, choice: dict[str, str], grain: Any,
-              offsets: dict[str, int], index: int, params: SolveParams | float) -> Result | None:
+              offsets: dict[str, int], index: int, params: Budget) -> Result | None:
     """A cell: one phase of the plan, moved to `offsets`, scheduled with `auto`."""
+    params = _params(params)
     gen = _generation(ident, wl, spec, choice, grain)
-    res = solve(readdress(gen, gen.phases[index], offsets), spec, "auto", _params(params))
+    res = solve(readdress(gen, gen.phases[index], offsets), spec, "auto", params)
     return None if res.interrupted else res
 
 
 def _finalists(cells: Cells, ident: str, wl: Workload, spec: Spec, grain: Any, unique: list[dict[str, str]],
-               stage: SolveParams, give: Callable[[float], SolveParams | float]) -> dict[str, dict[str, Any]]:
+               stage: SolveParams, give: Callable[[float], Budget]) -> dict[str, dict[str, Any]]:
     """The plans' greedy replays, `cells.parallel` at a time in the order given (the baselines
     first), each round sharing what is left of the stage; no round starts that the last one
     shows will not fit (a replay's first schedules always complete, so a fragment-level
@@ -220,9 +239,12 @@ def optimize(wl: Workload, spec: Spec, grain: int | str | None = None, k: int = 
     t0 = time.perf_counter()
     ident = cell_key("program", repr(wl), repr(spec), str(grain))
 
-    def give(seconds: float) -> SolveParams | float:
-        """A cell's time: a share of this command's clock here, plain seconds on Dask."""
-        return params.share(seconds) if cells is None or cells.local else seconds
+    def give(seconds: float) -> Budget:
+        """A cell's time: a share of this command's clock here, seconds and the deadline on Dask."""
+        if cells is None or cells.local:
+            return params.share(seconds)
+        left = params.stop.left()
+        return seconds, time.time() + (math.inf if left is None else left)
 
     def budget(stage: str) -> SolveParams:
         return params.share(SHARES[stage] * params.budget())
@@ -285,7 +307,7 @@ def optimize(wl: Workload, spec: Spec, grain: int | str | None = None, k: int = 
             left = params.budget()
             later = left is None or (1 - SHARES["bound"]) * left > PLACEMENT_REPLAYS * took
             share = budget("bound") if later else params.share(
-                (1 - REPLAY_RESERVE) * left - _auto_need(best, AUTO_ALONE * left, par))
+                left - _reserve(best, left) - _auto_need(best, AUTO_ALONE * left, par))
             built = None if short else problem.catalogue
             bound = program_bound(wl, spec, grain, best["greedy"]["total_cycles"], params=share,
                                   say=lambda m: tell({"task": m}),
@@ -315,10 +337,10 @@ def optimize(wl: Workload, spec: Spec, grain: int | str | None = None, k: int = 
             phases = []
     else:  # as generated: the quickest phases get auto, the others keep their replay's schedules
         at, left = default_offsets(gen), params.budget() or 0.0
-        phases = improved = sorted(_quickest(best, left - max(2.0, REPLAY_RESERVE * left), par))
+        phases = improved = sorted(_quickest(best, left - _reserve(best, left), par))
     if phases and not params.stop.interrupted:
         left = params.budget() or 0.0
-        total = left - max(2.0, REPLAY_RESERVE * left)  # then the replay and the file
+        total = left - _reserve(best, left)  # then the replay and the file
         weights = [len(gen.phases[i].phase.transfers) + 1 for i in phases]
         order = sorted(range(len(phases)), key=lambda k: -weights[k])  # the largest first
         secs = [total * part for part in packed(weights, par)]

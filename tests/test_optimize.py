@@ -288,3 +288,40 @@ def test_auto_need_counts_the_generation_and_the_runners() -> None:
     assert _auto_need(replay, 5.0 + AUTO_TIMES * 3.0, 1) == 5.0 + AUTO_TIMES * 3.0
     assert _auto_need(replay, 1e9, 2) == 5.0 + AUTO_TIMES * 13.0 / 2
     assert _auto_need(replay, 4.0, 1) == 0.0
+
+
+def test_a_cell_on_a_worker_counts_its_generation_and_ends_by_the_commands_deadline(monkeypatch) -> None:
+    """On Dask a cell gets (seconds, the command's deadline): generating the plan there is
+    inside its seconds, and a cell that waited for its runner still ends by the deadline
+    (attention's schedule cells ended past a 900 s limit before)."""
+    import ipuopt.optimize as opt
+
+    seen: dict[str, float] = {}
+    monkeypatch.setattr(opt, "_generation", lambda *a: (time.sleep(0.5), _Gen())[1])
+    monkeypatch.setattr(opt, "readdress", lambda gen, gp, offsets: gp)
+
+    def solve(phase, spec, solver, params):
+        seen["left"] = params.stop.left()
+        return _Res()
+
+    monkeypatch.setattr(opt, "solve", solve)
+    opt._schedule("id", None, None, {}, None, {}, 0, (10.0, time.time() + 60))
+    assert 8.9 < seen["left"] <= 9.5  # its 10 s, less the 0.5 s generation
+    opt._schedule("id", None, None, {}, None, {}, 0, (10.0, time.time() + 2))
+    assert seen["left"] <= 1.5  # the deadline comes before its seconds are up
+
+
+class _Gen:
+    phases = [None]
+
+
+class _Res:
+    interrupted = False
+
+
+def test_the_final_replay_keeps_the_time_the_finalists_replay_spent_simulating() -> None:
+    from ipuopt.optimize import CLOSING, REPLAY_MARGIN, REPLAY_RESERVE, _reserve
+
+    assert _reserve({"replay_s": 40.0}, 300.0) == REPLAY_MARGIN * 40.0 + CLOSING  # fragment level
+    assert _reserve({"replay_s": 0.1}, 300.0) == REPLAY_RESERVE * 300.0
+    assert _reserve({}, 10.0) == max(2.0, CLOSING)
