@@ -169,6 +169,18 @@ def _reserve(finalist: dict[str, Any], left: float) -> float:
     return max(2.0, REPLAY_RESERVE * left, REPLAY_MARGIN * finalist.get("replay_s", 0.0) + CLOSING)
 
 
+def _replays_that_fit(finalist: dict[str, Any], at_once: int, left: float | None) -> int | None:
+    """How many placements may be replayed: the rounds of `at_once` replays (each as long as
+    the finalist's) that fit in `left` seconds beside what auto then needs on every phase
+    and the final replay (a fragment-level replay takes minutes: all nine would leave auto
+    nothing); None: all of them."""
+    took = finalist["seconds"]
+    if left is None or took <= 0:
+        return None
+    after = _reserve(finalist, left) + _auto_need(finalist, math.inf, at_once)
+    return max(0, math.floor((left - after) / took)) * max(1, at_once)
+
+
 def _placement(ident: str, wl: Workload, spec: Spec, choice: dict[str, str], grain: Any,
                offsets: dict[str, int], params: Budget) -> dict[str, int] | None:
     """A cell: the plan's phases moved to `offsets` and rescheduled with the greedy."""
@@ -319,17 +331,21 @@ def optimize(wl: Workload, spec: Spec, grain: int | str | None = None, k: int = 
         tell({"task": f"placement of {best['name']}"})
         stage = budget("placement")
         arena, named = placements(gen, stage, progress=progress)
-        share = (1 - PLACE_SHARE) * stage.budget() / math.ceil(len(named) / par)
+        (first, start), ranked = named[0], sorted(  # the least conflicted first
+            ((validate_placement(arena, o).conflicts, n, o) for n, o in named[1:]), key=lambda c: c[0])
+        others = ranked[:_replays_that_fit(best, par, params.budget())]
+        share = (1 - PLACE_SHARE) * stage.budget() / max(1, math.ceil(len(others) / par))
         found = cells.run(f"placements ({so_far(best, bound)})", [
             Cell(cell_key("placement", ident, best["choice"], offsets), _placement,
-                 (ident, wl, spec, best["choice"], grain, offsets, give(share))) for _, offsets in named])
-        candidates = []
-        for (name, offsets), hs in zip(named, found, strict=True):
+                 (ident, wl, spec, best["choice"], grain, offsets, give(share))) for _, _, offsets in others])
+        # as generated, the finalist's replay has its horizons already
+        candidates = [Candidate(first, start, validate_placement(arena, start).conflicts,
+                                {b["phase"]: b["horizon"] for b in best["greedy"]["boundaries"]})]
+        for (conflicts, name, offsets), hs in zip(others, found, strict=True):
             if hs is None:
                 break  # cut short: the ones before it are comparable
-            candidates.append(Candidate(name, offsets, validate_placement(arena, offsets).conflicts, hs))
-        if candidates:
-            placed = judged(gen, arena, "greedy", candidates)
+            candidates.append(Candidate(name, offsets, conflicts, hs))
+        placed = judged(gen, arena, "greedy", candidates)
     improved: list[int] = []  # the phases given auto when the placement did not fit
     if placed is not None:
         at, phases = placed["offsets"], list(range(len(gen.phases)))
