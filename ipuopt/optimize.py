@@ -52,7 +52,9 @@ from ipuopt.workloads.workload import Workload
 COMPILER = "compiler (default layouts, first-fit, greedy)"
 SHARES = {"build": 0.4, "plans": 0.15, "finalists": 0.4, "bound": 0.2, "placement": 0.35}
 REPLAY_RESERVE = 0.05  # of the time left for the schedules: replaying them and writing the run
-REPLAY_MARGIN = 1.5  # the final replay's estimate: this many times the finalist's own replay
+# After the last cell: the final replay, then letting go of what it holds, each about as long
+# as the finalist's own replay (attention at fragment level: 19 s from the last cell to the exit)
+REPLAY_MARGIN = 3.0
 CLOSING = 3.0  # seconds: the local cluster's workers ending and the run file written
 PLACEMENT_REPLAYS = 3  # the placement stage needs time for this many greedy replays, or is skipped
 # Without the placement: auto on a phase needs this many times its greedy replay's seconds for
