@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -16,6 +17,12 @@ from ipuopt.spec import Spec, spec_from_dict
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "tests" / "data"  # public instances copied with their source named (README there)
+
+
+def hears_ctrl_c() -> None:
+    """A child's Ctrl-C as at a terminal: a suite started in the background (`cmd &` in a
+    script) ignores SIGINT, the child inherits that, and Python then installs no handler."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 HAND_SPEC = {
     "name": "hand",

@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import DATA, ROOT, run_cli
+from conftest import DATA, ROOT, hears_ctrl_c, run_cli
 
 from ipuopt.exchange.phase import load_phase
 from ipuopt.exchange.schedule import load_schedule
@@ -23,7 +23,8 @@ def _interrupt(args: list[str], after: float) -> tuple[subprocess.CompletedProce
     """Run the CLI, send SIGINT after `after` seconds; the result and the seconds it took to stop."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     proc = subprocess.Popen([sys.executable, "-c", "from ipuopt.entry import main; main()", *args],
-                            cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=hears_ctrl_c)
     time.sleep(after)
     assert proc.poll() is None, "the command ended before it could be interrupted"
     t0 = time.perf_counter()
@@ -88,7 +89,8 @@ def _interrupt_at(args: list[str], marker: str, after: float = 0.5, twice: bool 
     the exit."""
     env = {**os.environ, "PYTHONPATH": str(ROOT), "IPUOPT_PROGRESS_AFTER": "0"}
     proc = subprocess.Popen([sys.executable, "-c", "from ipuopt.entry import main; main()", *args],
-                            cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=hears_ctrl_c)
     err: list[str] = []
     seen = threading.Event()
 
