@@ -24,6 +24,7 @@ def hears_ctrl_c() -> None:
     script) ignores SIGINT, the child inherits that, and Python then installs no handler."""
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
+
 HAND_SPEC = {
     "name": "hand",
     "clock_hz": 1_000_000_000,
