@@ -333,9 +333,9 @@ def optimize(wl: Workload, spec: Spec, grain: int | str | None = None, k: int = 
         tell({"task": f"placement of {best['name']}"})
         stage = budget("placement")
         arena, named = placements(gen, stage, progress=progress)
-        (first, start), ranked = named[0], sorted(  # the least conflicted first
-            ((validate_placement(arena, o).conflicts, n, o) for n, o in named[1:]), key=lambda c: c[0])
-        others = ranked[:_replays_that_fit(best, par, params.budget())]
+        (first, start), rest = named[0], named[1:]
+        ranked = sorted(((validate_placement(arena, o).conflicts, n, o) for n, o in rest), key=lambda c: c[0])
+        others = ranked[:_replays_that_fit(best, par, params.budget())]  # the least conflicted first
         share = (1 - PLACE_SHARE) * stage.budget() / max(1, math.ceil(len(others) / par))
         found = cells.run(f"placements ({so_far(best, bound)})", [
             Cell(cell_key("placement", ident, best["choice"], offsets), _placement,

@@ -19,12 +19,6 @@ ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "tests" / "data"  # public instances copied with their source named (README there)
 
 
-def hears_ctrl_c() -> None:
-    """A child's Ctrl-C as at a terminal: a suite started in the background (`cmd &` in a
-    script) ignores SIGINT, the child inherits that, and Python then installs no handler."""
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
-
-
 HAND_SPEC = {
     "name": "hand",
     "clock_hz": 1_000_000_000,
@@ -60,6 +54,16 @@ def run_cli(*args: str, cwd: Path | None = None, env: dict[str, str] | None = No
     env = {**os.environ, "PYTHONPATH": str(ROOT), **(env or {})}
     return subprocess.run([sys.executable, "-c", "from ipuopt.entry import main; main()", *args],
                           capture_output=True, text=True, cwd=cwd or ROOT, env=env, timeout=300)
+
+
+def start_cli(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None) -> subprocess.Popen:
+    """The CLI started and left running, to be interrupted: it hears Ctrl-C as at a terminal
+    even when the suite was started in the background (a script's `cmd &` ignores SIGINT,
+    the child inherits that, and Python then installs no handler)."""
+    return subprocess.Popen([sys.executable, "-c", "from ipuopt.entry import main; main()", *args],
+                            cwd=cwd or ROOT, env={**os.environ, "PYTHONPATH": str(ROOT), **(env or {})},
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
 
 
 @pytest.fixture

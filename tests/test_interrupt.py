@@ -3,16 +3,14 @@
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
 
 import pytest
-from conftest import DATA, ROOT, hears_ctrl_c, run_cli
+from conftest import DATA, ROOT, run_cli, start_cli
 
 from ipuopt.exchange.phase import load_phase
 from ipuopt.exchange.schedule import load_schedule
@@ -21,10 +19,7 @@ from ipuopt.exchange.validate import validate
 
 def _interrupt(args: list[str], after: float) -> tuple[subprocess.CompletedProcess, float]:
     """Run the CLI, send SIGINT after `after` seconds; the result and the seconds it took to stop."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    proc = subprocess.Popen([sys.executable, "-c", "from ipuopt.entry import main; main()", *args],
-                            cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            preexec_fn=hears_ctrl_c)
+    proc = start_cli(*args)
     time.sleep(after)
     assert proc.poll() is None, "the command ended before it could be interrupted"
     t0 = time.perf_counter()
@@ -87,10 +82,7 @@ def _interrupt_at(args: list[str], marker: str, after: float = 0.5, twice: bool 
     """Run the CLI until a progress line holds `marker` (e.g. "stage bounds"), then Ctrl-C
     (twice: a second one at once); the result and the seconds from the (first) interrupt to
     the exit."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "IPUOPT_PROGRESS_AFTER": "0"}
-    proc = subprocess.Popen([sys.executable, "-c", "from ipuopt.entry import main; main()", *args],
-                            cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            preexec_fn=hears_ctrl_c)
+    proc = start_cli(*args, env={"IPUOPT_PROGRESS_AFTER": "0"})
     err: list[str] = []
     seen = threading.Event()
 

@@ -8,11 +8,10 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
-from conftest import ROOT, hears_ctrl_c, run_cli
+from conftest import run_cli, start_cli
 
 from ipuopt.render.views import program_view
 
@@ -62,9 +61,7 @@ def test_bad_workloads_and_specs_are_one_line_before_any_work() -> None:
 
 
 def _start(args: list[str], cwd: Path) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-c", "from ipuopt.entry import main; main()", *args], cwd=cwd,
-                            env={**os.environ, "PYTHONPATH": str(ROOT)}, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, preexec_fn=hears_ctrl_c)
+    return start_cli(*args, cwd=cwd)
 
 
 def _wait_for_cells(folder: Path, n: int, proc: subprocess.Popen) -> int:
