@@ -113,3 +113,41 @@ def test_the_bound_is_below_the_exhaustive_optimum(workload: str, chip: str, uti
                           params=SolveParams(time_limit=20, workers=1, seed=0))
     assert bound.proven and 0 < bound.value <= best, (bound.value, best, bound.plan)
     assert len(optimum) >= 20 and math.prod(map(len, layouts.values())) >= 100
+
+
+@pytest.mark.parametrize("grain", [None, 256])
+def test_a_reduction_loads_the_lanes_the_overlap_search_finds_on_its_routes(grain) -> None:
+    """`reduction_lanes` counts each partial piece as one send from its partial to its owner;
+    the general overlap search over the same routes (each partial's copy of a block moved
+    apart so that a need meets only its own partial's piece) must load every lane alike, and
+    the price stays below the generated reduction phase's endpoint and pair bounds."""
+    from ipuopt.layout.pricing import Held, Lanes, move_lanes
+    from ipuopt.layout.program_bound import reduction_lanes
+    from ipuopt.workloads.gemm import PARTIAL_BYTES
+    from ipuopt.workloads.geometry import reduction_routes
+    from ipuopt.workloads.records import Need
+
+    wl = load_workload("mini-mlp")
+    cat = Catalogue(wl, SPEC, 0.5, grain, lambda _m: None, lambda: None)
+
+    def apart(box, partial):
+        (b0, b1), *rest = box
+        return ((b0 + partial * 10**6, b1 + partial * 10**6), *rest)
+
+    checked = 0
+    for op in (o for o in wl.operators if o.kind == "gemm"):
+        cands = [c.source for c in cat.cands[op.name] if c.source.layout.parts > 1]
+        for c in cands[::max(1, len(cands) // 6)]:
+            pieces, needs = reduction_routes(wl, op, c, 0, 0, 0)
+            want = move_lanes(Held.of([(p.tile, apart(p.box, p.partial)) for p in pieces]),
+                              [Need(n.tiles, apart(n.box, n.partial), 0) for n in needs],
+                              PARTIAL_BYTES, SPEC, grain, Lanes(SPEC, pairs=True))
+            got = reduction_lanes(cat, op, c)
+            for lane in ("rx", "tx", "pair"):
+                assert (getattr(got, lane) == getattr(want, lane)).all(), (op.name, c.layout.label, lane)
+            phase = next(gp.phase for gp in generate(wl, SPEC, {op.name: c.layout}, grain).phases
+                         if gp.phase.name == f"{op.name}-reduction")
+            tm = phase_timings(phase, SPEC)
+            assert 0 < got.bound() <= max(endpoint_bound(tm, SPEC).value, pair_bound(tm, SPEC).value)
+            checked += 1
+    assert checked >= 8

@@ -154,6 +154,23 @@ def move_lanes(held: Held, needs: list[Need], elem: int, spec: Spec, grain: Grai
     return lanes
 
 
+def unicast_lanes(src: np.ndarray, dst: np.ndarray, nbytes: np.ndarray, spec: Spec, grain: Grain,
+                  lanes: Lanes) -> Lanes:
+    """The lane work of whole boxes each sent from tile `src` to tile `dst` (one run at both
+    ends, cut only at a grain), added to `lanes`: what `move_lanes` counts for such sends,
+    without its overlap search."""
+    ex = spec.exchange
+    runs = np.ones_like(nbytes)
+    np.add.at(lanes.tx, src, lane_work(runs, nbytes, grain, lambda w: ex.tx_overhead + lanes.ds(w),
+                                       ex.word_bytes))
+    np.add.at(lanes.rx, dst, lane_work(runs, nbytes, grain, lambda w: ex.rx_lead + lanes.ds(w),
+                                       ex.word_bytes))
+    if lanes.pair is not None:
+        np.add.at(lanes.pair, src, lane_work(runs, nbytes, grain, lambda w: pair_cost(w, spec),
+                                             ex.word_bytes))
+    return lanes
+
+
 def move_floor(block_elems: int, tiles: int, held_elems: int, elem: int, spec: Spec) -> int:
     """A lower bound on `move_bound` whatever the producer's layout: `tiles` tiles need the
     same block of `block_elems`; one holding at most `held_elems` of it receives the rest, and

@@ -17,7 +17,9 @@ Minimising that over plans is a small CP-SAT model (one-hot choice, the layout p
 memory rows, one variable per boundary and per moved operand). A move between two
 activation layouts is priced lazily: at first every move counts its floor
 (`pricing.move_floor`, valid whatever the producer), then the moves of the model's best plan
-are priced exactly and the model solved again, until that plan's moves are all priced.
+are priced exactly and the model solved again, until that plan's moves are all priced. Each
+round also prices the next candidates' own phases ahead, for about as long as the model
+took to solve, so that the bound climbs faster than one plan a round.
 
 Candidates: a plan's terms split into one floor per GEMM (`_floor`), so a candidate whose
 floor plus every other GEMM's least exceeds `upper` (a program already found) cannot be in a
@@ -39,19 +41,18 @@ from ipuopt.backends import cpsat
 from ipuopt.errors import InputError
 from ipuopt.layout.candidates import INPUT_LAYOUT, Cand, Catalogue
 from ipuopt.layout.moves import Moves
-from ipuopt.layout.pricing import Held, Lanes, move_lanes, pair_cost
+from ipuopt.layout.pricing import Held, Lanes, move_lanes, pair_cost, unicast_lanes
 from ipuopt.params import SolveParams, Stopped
 from ipuopt.spec import Spec
 from ipuopt.workloads.fragments import Grain, grain_name, lane_work
 from ipuopt.workloads.gemm import PARTIAL_BYTES
-from ipuopt.workloads.geometry import operand_needs, reduction_routes, weight_home
-from ipuopt.workloads.records import Need
+from ipuopt.workloads.geometry import operand_needs, reduction_sends, weight_home
 from ipuopt.workloads.workload import Operator, Workload
 
 MAX_CANDIDATES = 4000  # per GEMM in the model; the rest are bounded by `outside`
 _TOP = 10**12  # cycles: above any term
-BULK = 8  # candidates a round prices ahead per GEMM phase (`_BoundModel.ahead`)
-_PARTIALS_APART = 1 << 30  # batch coordinates between two partials' copies of a block
+BULK = 8  # candidates priced ahead per GEMM phase at a time (`_BoundModel.ahead`)
+AHEAD_S = 1.0  # seconds a round prices ahead at least
 
 
 @dataclass
@@ -206,23 +207,23 @@ def program_bound(wl: Workload, spec: Spec, grain: Grain = None, upper: int | No
     best, proven, rounds, plan, converged = 0, False, 0, {}, False
     while not params.stop.is_set():
         rounds += 1
+        solved = time.perf_counter()
         bound, proven, found = model.solve(params, plan)
+        solved = time.perf_counter() - solved
         best = max(best, bound)
         plan = found or plan
         unpriced = model.unpriced(found) if found else []
         if not unpriced:
             converged = proven
             break
-        try:  # the best plan's prices, and the next candidates' own phases in floor order
-            for key in unpriced + model.ahead(BULK, found):
-                if key in model.prices or key in model.phases:
-                    continue
-                if not isinstance(key[1], int):
-                    model.add(key, moves.price(*key))
-                elif key[2] == "reduction":
-                    model.add(key, _reduction_price(moves, model, key[0], key[1]))
-                else:
-                    model.add(key, _phase_price(moves, model, *key))
+        try:  # the best plan's prices, then the next candidates' own phases in floor order
+            # for as long as the model took to solve (at least AHEAD_S): a round's solve and
+            # its pricing each get about half of it
+            _price(moves, model, unpriced)
+            began = time.perf_counter()
+            while time.perf_counter() - began < max(AHEAD_S, solved) and _price(
+                    moves, model, model.ahead(BULK, found)):
+                pass
         except Stopped:  # the bound so far holds: prices only ever raise it
             break
         say(f"program bound: round {rounds}, {best} cycles; "
@@ -235,6 +236,20 @@ def program_bound(wl: Workload, spec: Spec, grain: Grain = None, upper: int | No
                         model.split(plan) if plan else [], {g: len(held[g]) for g in floors},
                         {g: len(cat.cands[g]) for g in floors}, len(model.prices) + len(model.phases),
                         rounds, grain, time.perf_counter() - t0)
+
+
+def _price(moves: Moves, model: _BoundModel, keys: list[tuple]) -> int:
+    """Price the moves and phases `keys` not priced yet into the model; how many keys."""
+    for key in keys:
+        if key in model.prices or key in model.phases:
+            continue
+        if not isinstance(key[1], int):
+            model.add(key, moves.price(*key))
+        elif key[2] == "reduction":
+            model.add(key, _reduction_price(moves, model, key[0], key[1]))
+        else:
+            model.add(key, _phase_price(moves, model, *key))
+    return len(keys)
 
 
 def _gemm(model: _BoundModel, g: str, i: int) -> tuple[Operator, Any]:
@@ -269,22 +284,17 @@ def _phase_price(moves: Moves, model: _BoundModel, g: str, i: int,
 
 
 def _reduction_price(moves: Moves, model: _BoundModel, g: str, i: int) -> int:
-    """Load bound of GEMM `g`'s reduction with candidate `i`, tile pairs' transmit lanes
-    included: every partial piece to its owner (`geometry.reduction_routes`; each partial's
-    copy told apart by shifting its batch coordinate, for the overlap test only)."""
-    cat = moves.cat
+    """Load bound of GEMM `g`'s reduction with candidate `i` (`reduction_lanes`)."""
     op, c = _gemm(model, g, i)
-    pieces, needs = reduction_routes(cat.wl, op, c, 0, 0, 0)
+    return reduction_lanes(moves.cat, op, c).bound()
 
-    def apart(box: Any, partial: int | None) -> Any:
-        (b0, b1), *rest = box
-        return ((b0 + (partial or 0) * _PARTIALS_APART, b1 + (partial or 0) * _PARTIALS_APART), *rest)
 
-    lanes = Lanes(cat.spec, pairs=True)
-    move_lanes(Held.of([(p.tile, apart(p.box, p.partial)) for p in pieces]),
-               [Need(n.tiles, apart(n.box, n.partial), 0) for n in needs], PARTIAL_BYTES, cat.spec,
-               cat.grain, lanes)
-    return lanes.bound()
+def reduction_lanes(cat: Catalogue, op: Operator, c: Any) -> Lanes:
+    """The lane work of a reduction, tile pairs' transmit lanes included: every partial
+    piece to its owner (`geometry.reduction_sends`), each stored whole on its partial and
+    received whole, so one run."""
+    src, dst, elems = reduction_sends(cat.wl, op, c)
+    return unicast_lanes(src, dst, elems * PARTIAL_BYTES, cat.spec, cat.grain, Lanes(cat.spec, pairs=True))
 
 
 def _floor(t: _Terms, c: Cand, sync: int) -> int:

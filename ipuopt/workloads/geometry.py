@@ -4,6 +4,8 @@ are, and where graph inputs arrive."""
 
 from __future__ import annotations
 
+import numpy as np
+
 from ipuopt.spec import Spec
 from ipuopt.workloads.allocation import SpmdAllocator
 from ipuopt.workloads.boxes import Box, View, split, volume
@@ -128,6 +130,34 @@ def reduction_routes(wl: Workload, op: Operator, cand: Candidate, part_addr: int
                     for q, p in enumerate(x for x in range(lay.parts) if x != owner):
                         needs.append(Need((owner_tile,), pbox, recv_addr + q * slot, partial=p))
     return pieces, needs
+
+
+def reduction_sends(wl: Workload, op: Operator, cand: Candidate
+                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(partial's tile, owner's tile, elements) of every piece a reduction sends, as
+    `reduction_routes` routes them (empty pieces left out), in numpy: for pricing, which
+    needs no boxes."""
+    bsplit, msplit, _, nsplit = splits(wl, op, cand)
+    lay = cand.layout
+    parts, rows, cols = lay.parts, len(msplit), len(nsplit)
+
+    def sizes(ranges: list[tuple[int, int]], sub: int) -> np.ndarray:  # (ranges, sub)
+        n = np.array([max(0, hi - lo) for lo, hi in ranges], dtype=np.int64)[:, None]
+        return n // sub + (np.arange(sub) < n % sub)
+
+    batches = np.array([max(0, hi - lo) for lo, hi in bsplit], dtype=np.int64)
+    # elements of piece (i, j) of block (g, r, c), owned by partial i * sub_b + j
+    vol = (batches[:, None, None, None, None] * sizes(msplit, lay.sub_a)[None, :, None, :, None]
+           * sizes(nsplit, lay.sub_b)[None, None, :, None, :]).reshape(len(bsplit), rows, cols, -1)
+    g, r, c, owner, p = np.meshgrid(np.arange(len(bsplit)), np.arange(rows), np.arange(cols),
+                                    np.arange(vol.shape[3]), np.arange(parts), indexing="ij")
+    keep = (p != owner) & (vol[g, r, c, owner] > 0)
+    g, r, c, owner, p = g[keep], r[keep], c[keep], owner[keep], p[keep]
+
+    def tile(part: np.ndarray) -> np.ndarray:
+        return ((g * parts + part) * rows + r) * cols + c  # `grid_tile`
+
+    return tile(p), tile(owner), vol[g, r, c, owner]
 
 
 def add_needs(out: list[Need], wl: Workload, view: View, vbox: Box, tiles: tuple[int, ...],
