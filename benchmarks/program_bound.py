@@ -4,7 +4,8 @@ the plans named, with the time it took and how far its pricing got.
     .venv/bin/python benchmarks/program_bound.py siglip-mlp [--spec gc200] [--grain G]
         [--upper CYCLES] [--time-limit 120] [--plan gemm1=LABEL,gemm2=LABEL ...]
 
-Prints one row per bound: plan (every, or the one named), bound, proven, rounds, phases and
+Prints one row per bound: plan (every, or the one named), bound, the least floor of the
+candidates left out of the model (`outside`, which caps the bound), proven, rounds, phases and
 moves priced, candidates held, seconds; and for a named plan the boundaries as the bound
 counts them.
 """
@@ -32,14 +33,15 @@ def main() -> None:
     wl, spec = load_workload(args.workload), load_spec(args.spec)
     grain = parse_grain(args.grain, spec)
     plans = [None, *({k: v for k, v in (x.split("=", 1) for x in p.split(","))} for p in args.plan)]
-    print(f"{'plan':<60} {'bound':>9} {'proven':>6} {'rounds':>6} {'priced':>6} {'held':>12} {'seconds':>8}")
+    print(f"{'plan':<60} {'bound':>9} {'outside':>8} {'proven':>6} {'rounds':>6} {'priced':>6} {'held':>12} "
+          f"{'seconds':>8}")
     for plan in plans:
         pb = program_bound(wl, spec, grain, args.upper if plan is None else None,
                            params=SolveParams(args.time_limit, workers=2, seed=0), fixed=plan)
         name = "every plan" if plan is None else ",".join(f"{k}={v}" for k, v in plan.items())
         held = "/".join(str(v) for v in pb.candidates.values())
-        print(f"{name:<60} {pb.value:>9} {str(pb.proven):>6} {pb.rounds:>6} {pb.moves_priced:>6} "
-              f"{held:>12} {pb.seconds:>8.1f}")
+        print(f"{name:<60} {pb.value:>9} {str(pb.outside or '-'):>8} {str(pb.proven):>6} {pb.rounds:>6} "
+              f"{pb.moves_priced:>6} {held:>12} {pb.seconds:>8.1f}")
         if plan is not None:
             for t in pb.terms:
                 print(f"    {t['phase']:<28} compute {t['compute']:>7} sync {t['sync']:>4} "

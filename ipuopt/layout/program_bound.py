@@ -49,7 +49,7 @@ from ipuopt.workloads.gemm import PARTIAL_BYTES
 from ipuopt.workloads.geometry import operand_needs, reduction_sends, weight_home
 from ipuopt.workloads.workload import Operator, Workload
 
-MAX_CANDIDATES = 4000  # per GEMM in the model; the rest are bounded by `outside`
+MAX_CANDIDATES = 8000  # per GEMM in the model; the rest are bounded by `outside`
 _TOP = 10**12  # cycles: above any term
 BULK = 8  # candidates priced ahead per GEMM phase at a time (`_BoundModel.ahead`)
 AHEAD_S = 1.0  # seconds a round prices ahead at least
@@ -243,6 +243,7 @@ def _price(moves: Moves, model: _BoundModel, keys: list[tuple]) -> int:
     for key in keys:
         if key in model.prices or key in model.phases:
             continue
+        moves.cat.check()
         if not isinstance(key[1], int):
             model.add(key, moves.price(*key))
         elif key[2] == "reduction":
