@@ -45,7 +45,7 @@ from ipuopt.layout.pricing import Held, Lanes, move_lanes, pair_cost, unicast_la
 from ipuopt.params import SolveParams, Stopped
 from ipuopt.spec import Spec
 from ipuopt.workloads.fragments import Grain, grain_name, lane_work
-from ipuopt.workloads.gemm import PARTIAL_BYTES
+from ipuopt.workloads.gemm import PARTIAL_BYTES, Candidate
 from ipuopt.workloads.geometry import operand_needs, reduction_sends, weight_home
 from ipuopt.workloads.workload import Operator, Workload
 
@@ -290,7 +290,7 @@ def _reduction_price(moves: Moves, model: _BoundModel, g: str, i: int) -> int:
     return reduction_lanes(moves.cat, op, c).bound()
 
 
-def reduction_lanes(cat: Catalogue, op: Operator, c: Any) -> Lanes:
+def reduction_lanes(cat: Catalogue, op: Operator, c: Candidate) -> Lanes:
     """The lane work of a reduction, tile pairs' transmit lanes included: every partial
     piece to its owner (`geometry.reduction_sends`), each stored whole on its partial and
     received whole, so one run."""
