@@ -333,6 +333,8 @@ class _BoundModel:
         self.phases: dict[tuple[str, int, tuple[tuple[str, str], ...]], int] = {}
         self.boundaries = self._walk(sync)
         self.cursor: dict[tuple, int] = {}  # `ahead`: the next candidate per phase and producers
+        self.own: dict[tuple[str, bool], dict[int, int]] = {}  # (GEMM, reduction?) -> prices
+        self.folded: dict[tuple[str, bool], int] = {}  # how many of them the model's rows hold
         self._build()
 
     def ahead(self, n: int, plan: dict[str, int]) -> list[tuple]:
@@ -477,8 +479,11 @@ class _BoundModel:
             g, i, haves = key
             self.phases[key] = cycles
             reduction = haves == "reduction"
+            if reduction or not haves:  # the candidate's alone: folded into one row (`_fold`)
+                self.own.setdefault((g, reduction), {})[i] = cycles
+                return
             self.m.add(self.exchange_vars[(g, reduction)] >= cycles).only_enforce_if(
-                [self.x[g][i], *(() if reduction else (self._chosen(h, "output", a) for h, a in haves))])
+                [self.x[g][i], *(self._chosen(h, "output", a) for h, a in haves)])
             return
         t, have, need = key
         self.prices[key] = cycles
@@ -490,9 +495,21 @@ class _BoundModel:
                 lits.append(self._chosen(src, "output", have))
             self.m.add(var >= cycles).only_enforce_if(lits)
 
+    def _fold(self) -> None:
+        """Phases priced for a candidate alone (a reduction, an input phase fed by graph
+        inputs only): one row per phase, the exchange at least the chosen candidate's price
+        (one-hot choice), added again when more are priced; lighter for CP-SAT than one
+        enforced row per price."""
+        for (g, reduction), prices in self.own.items():
+            if len(prices) > self.folded.get((g, reduction), 0):
+                self.m.add(self.exchange_vars[(g, reduction)]
+                           >= sum(c * self.x[g][i] for i, c in prices.items()))
+                self.folded[(g, reduction)] = len(prices)
+
     def solve(self, params: SolveParams, hint: dict[str, int] | None = None
               ) -> tuple[int, bool, dict[str, int]]:
         """The model's bound, whether proven optimal, and its best plan ({} when none)."""
+        self._fold()
         self.m.clear_hints()
         for h, i in (hint or {}).items():
             for j, v in enumerate(self.x[h]):
