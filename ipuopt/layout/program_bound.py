@@ -221,9 +221,9 @@ def program_bound(wl: Workload, spec: Spec, grain: Grain = None, upper: int | No
             # its pricing each get about half of it
             _price(moves, model, unpriced)
             began = time.perf_counter()
-            while time.perf_counter() - began < max(AHEAD_S, solved) and _price(
-                    moves, model, model.ahead(BULK, found)):
-                pass
+            while time.perf_counter() - began < max(AHEAD_S, solved):
+                if not _price(moves, model, model.ahead(BULK, found)):
+                    break  # every candidate priced
         except Stopped:  # the bound so far holds: prices only ever raise it
             break
         say(f"program bound: round {rounds}, {best} cycles; "
