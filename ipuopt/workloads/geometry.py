@@ -153,11 +153,7 @@ def reduction_sends(wl: Workload, op: Operator, cand: Candidate
                                     np.arange(vol.shape[3]), np.arange(parts), indexing="ij")
     keep = (p != owner) & (vol[g, r, c, owner] > 0)
     g, r, c, owner, p = g[keep], r[keep], c[keep], owner[keep], p[keep]
-
-    def tile(part: np.ndarray) -> np.ndarray:
-        return ((g * parts + part) * rows + r) * cols + c  # `grid_tile`
-
-    return tile(p), tile(owner), vol[g, r, c, owner]
+    return grid_tile(lay, g, r, c, p), grid_tile(lay, g, r, c, owner), vol[g, r, c, owner]
 
 
 def add_needs(out: list[Need], wl: Workload, view: View, vbox: Box, tiles: tuple[int, ...],
