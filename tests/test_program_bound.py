@@ -151,3 +151,32 @@ def test_a_reduction_loads_the_lanes_the_overlap_search_finds_on_its_routes(grai
             assert 0 < got.bound() <= max(endpoint_bound(tm, SPEC).value, pair_bound(tm, SPEC).value)
             checked += 1
     assert checked >= 8
+
+
+@pytest.mark.parametrize("workload, grain", [("mini-mlp", None), ("mini-mlp", 256),
+                                             ("mini-attention", "box")])
+def test_an_input_phase_takes_at_least_its_inflow_floor(workload: str, grain) -> None:
+    """`inflow_floor` adds a tile's weight block and the rest of its moved blocks on one
+    receive lane, whatever the producers leave: below the endpoint bound of every input
+    phase generated for plans drawn from the catalogue."""
+    from ipuopt.layout.moves import Moves
+    from ipuopt.layout.pricing import inflow_floor
+
+    wl = load_workload(workload)
+    cat = Catalogue(wl, SPEC, 0.5, grain, lambda _m: None, lambda: None)
+    moves = Moves(cat)
+    moves.refresh(cat.cands, exact=False)
+    rng = random.Random(1)
+    gemms = [op for op in wl.operators if op.kind == "gemm"]
+    checked = 0
+    for _ in range(8):
+        plan = {op.name: rng.choice(cat.cands[op.name]).source for op in gemms}
+        gen = generate(wl, SPEC, {g: c.layout for g, c in plan.items()}, grain)
+        horizon = {gp.phase.name: endpoint_bound(phase_timings(gp.phase, SPEC), SPEC).value
+                   for gp in gen.phases}
+        for op in gemms:
+            floor = inflow_floor(wl, op, plan[op.name], SPEC, grain, moves.largest)
+            phase = next(n for n in horizon if n in (f"{op.name}-input", f"{op.name}-redistribution"))
+            assert floor <= horizon[phase], (op.name, plan[op.name].layout.label, floor, horizon[phase])
+            checked += floor > 0
+    assert checked >= 12

@@ -27,6 +27,7 @@ class Moves:
         self.exact: dict[tuple[str, str], int] = {}  # (graph input, need label) -> cycles
         self.alike: dict[tuple, int] = {}
         self.pairs_priced = 0
+        self.largest: dict[str, int] = {}  # tensor -> most elements one tile holds (`refresh`)
         self.scheduled = 0
 
     def refresh(self, cands: dict[str, list[Cand]], exact: bool = True) -> None:
@@ -37,6 +38,7 @@ class Moves:
                                    for t in self.wl.tensors if self.wl.tensors[t].input}
         for op in self.cat.ops:
             largest[op.out.tensor] = max((c.doc["why"]["piece"] for c in cands[op.name]), default=0)
+        self.largest = largest
         for op in self.cat.ops:
             for which, t in self.cat.inputs(op) if op.kind == "gemm" else ():
                 for i, c in enumerate(cands[op.name]):

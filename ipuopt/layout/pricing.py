@@ -27,7 +27,7 @@ from ipuopt.workloads.allocation import SpmdAllocator
 from ipuopt.workloads.boxes import Box, split, volume
 from ipuopt.workloads.fragments import Grain, lane_work, runs_of
 from ipuopt.workloads.gemm import PARTIAL_BYTES, Candidate
-from ipuopt.workloads.geometry import default_input_layout, output_pieces
+from ipuopt.workloads.geometry import default_input_layout, output_pieces, splits
 from ipuopt.workloads.records import Need
 from ipuopt.workloads.workload import Operator, Workload
 
@@ -228,3 +228,39 @@ def own_exchange(wl: Workload, op: Operator, c: Candidate, spec: Spec, grain: Gr
         rx = (lay.parts - 1) * int(work(nbytes, ex.rx_lead).max())
         out["reduction"] = max(tx + lat0, rx + ex.tx_overhead + lat0 - ex.rx_lead)
     return out
+
+
+def inflow_floor(wl: Workload, op: Operator, c: Candidate, spec: Spec, grain: Grain,
+                 largest: dict[str, int]) -> int:
+    """A floor of the load bound of the GEMM's input phase, whatever its producers leave: one
+    tile's receive lane carries its weight block (a row off the home row receives it whole,
+    a run per stored box) and, of each moved operand, its block less the most any tile holds
+    of that tensor (`largest`, elements), one run at least. `move_floor` and the weights'
+    bound count each part alone; on one receive lane they add up."""
+    ex = spec.exchange
+    lay = c.layout
+    bsplit, msplit, ksplit, nsplit = splits(wl, op, c)
+    weight = wl.tensors[op.inputs[1].tensor].weight
+    rows = msplit[1:] if weight and lay.rows > 1 else msplit  # row 0 holds the weights
+
+    def widest(ranges: list[tuple[int, int]]) -> tuple[int, int]:
+        return max(ranges, key=lambda r: r[1] - r[0])
+
+    bl, rr, kk, cc = widest(bsplit), widest(rows), widest(ksplit), widest(nsplit)
+    ds = Lanes(spec).ds
+    rx = 0
+
+    def receive(nbytes: list[int]) -> int:
+        sizes = np.array([b for b in nbytes if b > 0], dtype=np.int64)
+        return int(lane_work(np.ones_like(sizes), sizes, grain, lambda w: ex.rx_lead + ds(w),
+                             ex.word_bytes).sum())
+
+    for which, box in ((0, (bl, rr, kk)), (1, (bl, kk, cc))):
+        view = op.inputs[which]
+        if not wl.tensors[view.tensor].weight:
+            rest = volume(box) - largest.get(view.tensor, 0)
+            rx += receive([rest * wl.elem_bytes])
+        elif which == 1 and lay.rows > 1:
+            boxes = view.to_stored(box, wl.tensors[view.tensor].shape)
+            rx += receive([volume(b) * wl.elem_bytes for b in boxes])
+    return rx + ex.tx_overhead + spec.latency(0, 1) - ex.rx_lead if rx else 0

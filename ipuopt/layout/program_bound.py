@@ -41,7 +41,7 @@ from ipuopt.backends import cpsat
 from ipuopt.errors import InputError
 from ipuopt.layout.candidates import INPUT_LAYOUT, Cand, Catalogue
 from ipuopt.layout.moves import Moves
-from ipuopt.layout.pricing import Held, Lanes, move_lanes, pair_cost, unicast_lanes
+from ipuopt.layout.pricing import Held, Lanes, inflow_floor, move_lanes, pair_cost, unicast_lanes
 from ipuopt.params import SolveParams, Stopped
 from ipuopt.spec import Spec
 from ipuopt.workloads.fragments import Grain, grain_name, lane_work
@@ -90,6 +90,7 @@ class _Terms:
     multiply: int
     reduce: int  # reduce-add of the partials (0 with P = 1)
     weights: int  # load bound of the weight broadcast (part of the input phase)
+    inflow: int  # the input phase's floor on one receive lane (`pricing.inflow_floor`)
     reduction: int  # load bound of the reduction phase (0 with P = 1)
     parts: int
     elementwise: int  # one elementwise pass over the output where the candidate leaves it
@@ -100,16 +101,17 @@ class _Terms:
         return self.reduce if self.parts > 1 else self.multiply
 
 
-def _terms(cat: Catalogue, op: Operator, c: Cand) -> _Terms:
+def _terms(cat: Catalogue, op: Operator, c: Cand, largest: dict[str, int]) -> _Terms:
     why = c.doc["why"]
     rate = cat.spec.compute["elementwise_bytes_per_cycle"]
     passes = math.ceil(why["piece"] * cat.wl.elem_bytes / rate)  # as an elementwise candidate's
     if op.kind != "gemm":
-        return _Terms(0, 0, 0, 0, 1, passes)
+        return _Terms(0, 0, 0, 0, 0, 1, passes)
     parts = c.source.layout.parts  # type: ignore[union-attr]
     reduce = math.ceil((parts - 1) * why["piece"] * PARTIAL_BYTES / rate) if parts > 1 else 0
     reduction = max(why["reduction"], _pair_reduction(cat, op, c)) if parts > 1 else 0
-    return _Terms(c.doc["compute"] - reduce, reduce, why["weights"], reduction, parts, passes)
+    inflow = inflow_floor(cat.wl, op, c.source, cat.spec, cat.grain, largest)  # type: ignore[arg-type]
+    return _Terms(c.doc["compute"] - reduce, reduce, why["weights"], inflow, reduction, parts, passes)
 
 
 def _pair_reduction(cat: Catalogue, op: Operator, c: Cand) -> int:
@@ -172,7 +174,7 @@ def program_bound(wl: Workload, spec: Spec, grain: Grain = None, upper: int | No
     moves = Moves(cat)
     moves.refresh(cat.cands, exact=False)  # floors valid whatever any producer leaves
     sync = spec.exchange.sync_cycles
-    terms = {op.name: [_terms(cat, op, c) for c in cat.cands[op.name]]
+    terms = {op.name: [_terms(cat, op, c, moves.largest) for c in cat.cands[op.name]]
              for op in prog.heads}
     floors = {op.name: [_floor(t, c, sync) for t, c in zip(terms[op.name], cat.cands[op.name], strict=True)]
               for op in prog.gemms}
@@ -302,7 +304,7 @@ def _floor(t: _Terms, c: Cand, sync: int) -> int:
     """What a GEMM candidate adds to any program at least: its input phase (sync and the
     largest of its weight broadcast and each operand's move floor), its compute, and its
     reduction phase with its sync."""
-    phase = max([t.weights, *c.moves.values()])
+    phase = max([t.weights, t.inflow, *c.moves.values()])
     return sync + phase + t.multiply + t.reduce + ((sync + t.reduction) if t.parts > 1 else 0)
 
 
@@ -380,7 +382,7 @@ class _BoundModel:
             g, ts = op.name, terms[op.name]
             reading_input = any(self.cat.wl.tensors[v.tensor].input for v in op.inputs)
             b = _Boundary(f"{g}-{'input' if reading_input else 'redistribution'}", g, False, group,
-                          [(g, [sync] * len(ts))], [(g, [tm.weights for tm in ts])])
+                          [(g, [sync] * len(ts))], [(g, [max(tm.weights, tm.inflow) for tm in ts])])
             b.moves = [(self.prog.layout_of(t), g, t) for _, t in self.cat.inputs(op)]
             out.append(b)
             if any(tm.parts > 1 for tm in ts):
