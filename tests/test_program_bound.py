@@ -1,7 +1,7 @@
 """The program bound (`layout.program_bound`): below every plan's program, whatever the
 placement and the schedules. Checked per plan, on plans drawn at random from every
 candidate, against the generated program's own floor worked out here from the generation:
-per boundary the slowest tile's compute, sync, and the phase's endpoint or pair bound (each
+per boundary the slowest tile's compute, sync, and the phase's endpoint, pair or group bound (each
 at most the phase's optimum, so a stronger check than the optimum itself); and against the
 exhaustive optimum, on micro workloads and chips (tests/data/program) small enough that
 every plan's phases are solved to optimality (on test64, CP-SAT does not prove a
@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from ipuopt.exchange.bounds import endpoint_bound, pair_bound
+from ipuopt.exchange.bounds import endpoint_bound, group_bound, pair_bound
 from ipuopt.exchange.phase import Phase
 from ipuopt.exchange.solve import solve
 from ipuopt.exchange.timing import phase_timings
@@ -58,7 +58,7 @@ def _program(gen: Generation, exchange) -> int:
 def _floor(gen: Generation) -> int:
     def floor(phase: Phase) -> int:
         tm = phase_timings(phase, SPEC)
-        return max(endpoint_bound(tm, SPEC).value, pair_bound(tm, SPEC).value)
+        return max(endpoint_bound(tm, SPEC).value, pair_bound(tm, SPEC).value, group_bound(tm, SPEC).value)
     return _program(gen, floor)
 
 
@@ -155,12 +155,14 @@ def test_a_reduction_loads_the_lanes_the_overlap_search_finds_on_its_routes(grai
 
 @pytest.mark.parametrize("workload, grain", [("mini-mlp", None), ("mini-mlp", 256),
                                              ("mini-attention", "box")])
-def test_an_input_phase_takes_at_least_its_inflow_floor(workload: str, grain) -> None:
-    """`inflow_floor` adds a tile's weight block and the rest of its moved blocks on one
-    receive lane, whatever the producers leave: below the endpoint bound of every input
-    phase generated for plans drawn from the catalogue."""
+def test_an_input_phase_takes_at_least_its_floors(workload: str, grain) -> None:
+    """`inflow_floor` (a tile's weight block and the rest of its moved blocks on one receive
+    lane) and `row_pair_floor` (the group bound's argument on two tiles of a grid row), both
+    whatever the producers leave: below the endpoint and group bounds of every input phase
+    generated for plans drawn from the catalogue, with its addresses dropped (every width
+    open, as some placement may make it)."""
     from ipuopt.layout.moves import Moves
-    from ipuopt.layout.pricing import inflow_floor
+    from ipuopt.layout.pricing import inflow_floor, row_pair_floor
 
     wl = load_workload(workload)
     cat = Catalogue(wl, SPEC, 0.5, grain, lambda _m: None, lambda: None)
@@ -168,15 +170,19 @@ def test_an_input_phase_takes_at_least_its_inflow_floor(workload: str, grain) ->
     moves.refresh(cat.cands, exact=False)
     rng = random.Random(1)
     gemms = [op for op in wl.operators if op.kind == "gemm"]
-    checked = 0
+    positive: Counter[str] = Counter()
     for _ in range(8):
         plan = {op.name: rng.choice(cat.cands[op.name]).source for op in gemms}
-        gen = generate(wl, SPEC, {g: c.layout for g, c in plan.items()}, grain)
-        horizon = {gp.phase.name: endpoint_bound(phase_timings(gp.phase, SPEC), SPEC).value
-                   for gp in gen.phases}
+        phases = {gp.phase.name: gp.phase for gp in generate(wl, SPEC, {g: c.layout for g, c in plan.items()},
+                                                              grain).phases}
         for op in gemms:
-            floor = inflow_floor(wl, op, plan[op.name], SPEC, grain, moves.largest)
-            phase = next(n for n in horizon if n in (f"{op.name}-input", f"{op.name}-redistribution"))
-            assert floor <= horizon[phase], (op.name, plan[op.name].layout.label, floor, horizon[phase])
-            checked += floor > 0
-    assert checked >= 12
+            name = next(n for n in phases if n in (f"{op.name}-input", f"{op.name}-redistribution"))
+            bare = replace(phases[name], transfers=[replace(t, src_addr=None, dst_addr=None)
+                                                    for t in phases[name].transfers])
+            tm = phase_timings(bare, SPEC)
+            best = max(endpoint_bound(tm, SPEC).value, group_bound(tm, SPEC).value)
+            for floor in (inflow_floor, row_pair_floor):
+                value = floor(wl, op, plan[op.name], SPEC, grain, moves.largest)
+                assert value <= best, (floor.__name__, op.name, plan[op.name].layout.label, value, best)
+                positive[floor.__name__] += value > 0
+    assert positive["inflow_floor"] >= 12 and positive["row_pair_floor"] >= 5, positive

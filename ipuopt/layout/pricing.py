@@ -27,7 +27,7 @@ from ipuopt.workloads.allocation import SpmdAllocator
 from ipuopt.workloads.boxes import Box, split, volume
 from ipuopt.workloads.fragments import Grain, lane_work, runs_of
 from ipuopt.workloads.gemm import PARTIAL_BYTES, Candidate
-from ipuopt.workloads.geometry import default_input_layout, output_pieces, splits
+from ipuopt.workloads.geometry import default_input_layout, grid_tile, output_pieces, splits
 from ipuopt.workloads.records import Need
 from ipuopt.workloads.workload import Operator, Workload
 
@@ -60,17 +60,18 @@ def fastest(words: int, spec: Spec) -> int:
     return payload_cycles(words, max(ex.ordinary_words_per_cycle, ex.paired_words_per_cycle))
 
 
-def pair_cost(words: np.ndarray, spec: Spec) -> np.ndarray:
-    """One send's cost to its tile pair's two transmit lanes, at its cheaper width."""
+def pair_cost(words: np.ndarray, spec: Spec, overhead: int | None = None) -> np.ndarray:
+    """One send's cost to its tile pair's two transmit lanes, at its cheaper width, with
+    `overhead` cycles a send (default: the transmit overhead)."""
     ex = spec.exchange
+    o = ex.tx_overhead if overhead is None else overhead
 
     def at(rate: float) -> np.ndarray:
         if float(rate).is_integer():
             return -(-words // int(rate))
         return np.vectorize(lambda w: payload_cycles(int(w), rate), otypes=[np.int64])(words)
 
-    return np.minimum(ex.tx_overhead + at(ex.ordinary_words_per_cycle),
-                      2 * (ex.tx_overhead + at(ex.paired_words_per_cycle)))
+    return np.minimum(o + at(ex.ordinary_words_per_cycle), 2 * (o + at(ex.paired_words_per_cycle)))
 
 
 class Lanes:
@@ -264,3 +265,48 @@ def inflow_floor(wl: Workload, op: Operator, c: Candidate, spec: Spec, grain: Gr
             boxes = view.to_stored(box, wl.tensors[view.tensor].shape)
             rx += receive([volume(b) * wl.elem_bytes for b in boxes])
     return rx + ex.tx_overhead + spec.latency(0, 1) - ex.rx_lead if rx else 0
+
+
+def row_pair_floor(wl: Workload, op: Operator, c: Candidate, spec: Spec, grain: Grain,
+                   largest: dict[str, int]) -> int:
+    """A floor of the input phase's horizon, whatever its producers leave, by the group
+    bound's argument (`exchange.bounds.group_bound`) on two adjacent tiles x, y of a grid row
+    off the home row whose weight homes are partners: the multicasts of the row's A block from
+    tiles other than x and y reach both, so their cores exclude every other receive on x and
+    y, among them the weight blocks, which the homes' shared transmit lanes send no faster than
+    their pair work allows. Some such pair holds at most its share of the A block (the
+    pieces are disjoint), the rest arrives by those multicasts. 0 where it does not apply
+    (B not a weight, A a weight, one row or column, a row wider than one multicast)."""
+    ex = spec.exchange
+    lay = c.layout
+    a_view, b_view = op.inputs
+    if (wl.tensors[a_view.tensor].weight or not wl.tensors[b_view.tensor].weight or lay.rows < 2
+            or not 2 <= lay.cols <= ex.max_fanout):
+        return 0
+    bsplit, msplit, ksplit, nsplit = splits(wl, op, c)
+
+    def widest(ranges: list[tuple[int, int]]) -> int:
+        return max(range(len(ranges)), key=lambda i: (ranges[i][1] - ranges[i][0], -i))
+
+    g, p = widest(bsplit), widest(ksplit)
+    r = 1 + widest(msplit[1:])
+    pairs = [col for col in range(lay.cols - 1)
+             if spec.partner(grid_tile(lay, g, 0, col, p)) == grid_tile(lay, g, 0, col + 1, p)]
+    if not pairs:
+        return 0
+    def weights(col: int) -> int:
+        boxes = b_view.to_stored((bsplit[g], ksplit[p], nsplit[col]), wl.tensors[b_view.tensor].shape)
+        nbytes = np.array([volume(b) * wl.elem_bytes for b in boxes], dtype=np.int64)
+        return int(lane_work(np.ones_like(nbytes), nbytes, grain,  # each window on the two lanes
+                             lambda w: pair_cost(w, spec, min(ex.tx_overhead, ex.rx_lead)),
+                             ex.word_bytes).sum())
+
+    both = min(weights(col) + weights(col + 1) for col in pairs)
+    block = volume((bsplit[g], msplit[r], ksplit[p]))
+    rest = block - min(2 * largest.get(a_view.tensor, 0), block // len(pairs))
+    spread = math.ceil(ex.latency_per_tile)  # x and y are adjacent: arrivals differ by this at most
+    ds = Lanes(spec).ds
+    cores = int(lane_work(np.ones(1, dtype=np.int64), np.array([rest * wl.elem_bytes]), grain,
+                          lambda w: max(0, ex.rx_lead - spread) + ds(w), ex.word_bytes)[0]) if rest > 0 else 0
+    head = ex.tx_overhead + ex.latency_base - ex.rx_lead
+    return head + cores + -(-both // 2)

@@ -41,7 +41,15 @@ from ipuopt.backends import cpsat
 from ipuopt.errors import InputError
 from ipuopt.layout.candidates import INPUT_LAYOUT, Cand, Catalogue
 from ipuopt.layout.moves import Moves
-from ipuopt.layout.pricing import Held, Lanes, inflow_floor, move_lanes, pair_cost, unicast_lanes
+from ipuopt.layout.pricing import (
+    Held,
+    Lanes,
+    inflow_floor,
+    move_lanes,
+    pair_cost,
+    row_pair_floor,
+    unicast_lanes,
+)
 from ipuopt.params import SolveParams, Stopped
 from ipuopt.spec import Spec
 from ipuopt.workloads.fragments import Grain, grain_name, lane_work
@@ -90,7 +98,7 @@ class _Terms:
     multiply: int
     reduce: int  # reduce-add of the partials (0 with P = 1)
     weights: int  # load bound of the weight broadcast (part of the input phase)
-    inflow: int  # the input phase's floor on one receive lane (`pricing.inflow_floor`)
+    inflow: int  # the input phase's floor (`pricing.inflow_floor`, `pricing.row_pair_floor`)
     reduction: int  # load bound of the reduction phase (0 with P = 1)
     parts: int
     elementwise: int  # one elementwise pass over the output where the candidate leaves it
@@ -110,7 +118,8 @@ def _terms(cat: Catalogue, op: Operator, c: Cand, largest: dict[str, int]) -> _T
     parts = c.source.layout.parts  # type: ignore[union-attr]
     reduce = math.ceil((parts - 1) * why["piece"] * PARTIAL_BYTES / rate) if parts > 1 else 0
     reduction = max(why["reduction"], _pair_reduction(cat, op, c)) if parts > 1 else 0
-    inflow = inflow_floor(cat.wl, op, c.source, cat.spec, cat.grain, largest)  # type: ignore[arg-type]
+    inflow = max(f(cat.wl, op, c.source, cat.spec, cat.grain, largest)  # type: ignore[arg-type]
+                 for f in (inflow_floor, row_pair_floor))
     return _Terms(c.doc["compute"] - reduce, reduce, why["weights"], inflow, reduction, parts, passes)
 
 
