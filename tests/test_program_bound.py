@@ -158,11 +158,13 @@ def test_a_reduction_loads_the_lanes_the_overlap_search_finds_on_its_routes(grai
 def test_an_input_phase_takes_at_least_its_floors(workload: str, grain) -> None:
     """`inflow_floor` (a tile's weight block and the rest of its moved blocks on one receive
     lane) and `row_pair_floor` (the group bound's argument on two tiles of a grid row), both
-    whatever the producers leave: below the endpoint and group bounds of every input phase
-    generated for plans drawn from the catalogue, with its addresses dropped (every width
-    open, as some placement may make it)."""
+    whatever the producers leave, and `row_pair_bound` (the same with the producer known):
+    below the endpoint and group bounds of every input phase generated for plans drawn from
+    the catalogue, with its addresses dropped (every width open, as some placement may make
+    it)."""
+    from ipuopt.layout.candidates import INPUT_LAYOUT
     from ipuopt.layout.moves import Moves
-    from ipuopt.layout.pricing import inflow_floor, row_pair_floor
+    from ipuopt.layout.pricing import inflow_floor, row_pair_bound, row_pair_floor
 
     wl = load_workload(workload)
     cat = Catalogue(wl, SPEC, 0.5, grain, lambda _m: None, lambda: None)
@@ -170,19 +172,30 @@ def test_an_input_phase_takes_at_least_its_floors(workload: str, grain) -> None:
     moves.refresh(cat.cands, exact=False)
     rng = random.Random(1)
     gemms = [op for op in wl.operators if op.kind == "gemm"]
+
+    def have(plan: dict, tensor: str) -> str:  # the layout its producing GEMM leaves it in
+        src = cat.producer.get(tensor)
+        while src is not None and src.kind != "gemm":
+            src = cat.producer.get(src.inputs[0].tensor)
+        return INPUT_LAYOUT if src is None else plan[src.name].doc["output"]
+
     positive: Counter[str] = Counter()
     for _ in range(8):
-        plan = {op.name: rng.choice(cat.cands[op.name]).source for op in gemms}
-        phases = {gp.phase.name: gp.phase for gp in generate(wl, SPEC, {g: c.layout for g, c in plan.items()},
-                                                              grain).phases}
+        plan = {op.name: rng.choice(cat.cands[op.name]) for op in gemms}
+        phases = {gp.phase.name: gp.phase for gp in generate(
+            wl, SPEC, {g: c.source.layout for g, c in plan.items()}, grain).phases}
         for op in gemms:
             name = next(n for n in phases if n in (f"{op.name}-input", f"{op.name}-redistribution"))
             bare = replace(phases[name], transfers=[replace(t, src_addr=None, dst_addr=None)
                                                     for t in phases[name].transfers])
             tm = phase_timings(bare, SPEC)
             best = max(endpoint_bound(tm, SPEC).value, group_bound(tm, SPEC).value)
-            for floor in (inflow_floor, row_pair_floor):
-                value = floor(wl, op, plan[op.name], SPEC, grain, moves.largest)
-                assert value <= best, (floor.__name__, op.name, plan[op.name].layout.label, value, best)
-                positive[floor.__name__] += value > 0
-    assert positive["inflow_floor"] >= 12 and positive["row_pair_floor"] >= 5, positive
+            a, c = op.inputs[0].tensor, plan[op.name].source
+            held = moves.held_of(a, have(plan, a))
+            for floor, value in (
+                    ("inflow_floor", inflow_floor(wl, op, c, SPEC, grain, moves.largest)),
+                    ("row_pair_floor", row_pair_floor(wl, op, c, SPEC, grain, moves.largest)),
+                    ("row_pair_bound", row_pair_bound(wl, op, c, SPEC, grain, held))):
+                assert value <= best, (floor, op.name, c.layout.label, value, best)
+                positive[floor] += value > 0
+    assert positive["inflow_floor"] >= 12 and min(positive.values()) >= 5, positive

@@ -26,8 +26,8 @@ from ipuopt.spec import Spec
 from ipuopt.workloads.allocation import SpmdAllocator
 from ipuopt.workloads.boxes import Box, split, volume
 from ipuopt.workloads.fragments import Grain, lane_work, runs_of
-from ipuopt.workloads.gemm import PARTIAL_BYTES, Candidate
-from ipuopt.workloads.geometry import default_input_layout, grid_tile, output_pieces, splits
+from ipuopt.workloads.gemm import PARTIAL_BYTES, Candidate, GemmLayout
+from ipuopt.workloads.geometry import default_input_layout, grid_tile, operand_needs, output_pieces, splits
 from ipuopt.workloads.records import Need
 from ipuopt.workloads.workload import Operator, Workload
 
@@ -80,9 +80,10 @@ class Lanes:
     lane or paired on both, whichever costs the pair less), so the bound sees that two
     partner tiles share two transmit lanes."""
 
-    def __init__(self, spec: Spec, pairs: bool = False) -> None:
+    def __init__(self, spec: Spec, pairs: bool = False, lead: int | None = None) -> None:
         self.spec = spec
         ex = spec.exchange
+        self.lead = ex.rx_lead if lead is None else lead  # a receive's cycles besides its payload
         self.rate = max(ex.ordinary_words_per_cycle, ex.paired_words_per_cycle)
         self.rx = np.zeros(spec.tiles, dtype=np.int64)
         self.tx = np.zeros(spec.tiles, dtype=np.int64)
@@ -135,8 +136,7 @@ def move_lanes(held: Held, needs: list[Need], elem: int, spec: Spec, grain: Grai
                                   elem, grain)
         tx_work = lane_work(runs, run_bytes, grain, lambda w: ex.tx_overhead + lanes.ds(w),
                             ex.word_bytes)
-        rx_work = lane_work(runs, run_bytes, grain, lambda w: ex.rx_lead + lanes.ds(w),
-                            ex.word_bytes)
+        rx_work = lane_work(runs, run_bytes, grain, lambda w: lanes.lead + lanes.ds(w), ex.word_bytes)
         sizes = np.array([len(need.tiles) for need in part], dtype=np.int64)
         owner = np.repeat(np.arange(len(part)), sizes)  # need of each (need, tile) entry
         tiles = np.array([t for need in part for t in need.tiles], dtype=np.int64)
@@ -276,37 +276,103 @@ def row_pair_floor(wl: Workload, op: Operator, c: Candidate, spec: Spec, grain: 
     y, among them the weight blocks, which the homes' shared transmit lanes send no faster than
     their pair work allows. Some such pair holds at most its share of the A block (the
     pieces are disjoint), the rest arrives by those multicasts. 0 where it does not apply
-    (B not a weight, A a weight, one row or column, a row wider than one multicast)."""
-    ex = spec.exchange
-    lay = c.layout
-    a_view, b_view = op.inputs
-    if (wl.tensors[a_view.tensor].weight or not wl.tensors[b_view.tensor].weight or lay.rows < 2
-            or not 2 <= lay.cols <= ex.max_fanout):
+    (B not a weight, A a weight, one row, no partner homes)."""
+    if not _row_pairs_apply(wl, op, c):
         return 0
-    bsplit, msplit, ksplit, nsplit = splits(wl, op, c)
+    ex = spec.exchange
+    bsplit, msplit, ksplit, _ = splits(wl, op, c)
 
     def widest(ranges: list[tuple[int, int]]) -> int:
         return max(range(len(ranges)), key=lambda i: (ranges[i][1] - ranges[i][0], -i))
 
     g, p = widest(bsplit), widest(ksplit)
     r = 1 + widest(msplit[1:])
-    pairs = [col for col in range(lay.cols - 1)
-             if spec.partner(grid_tile(lay, g, 0, col, p)) == grid_tile(lay, g, 0, col + 1, p)]
+    pairs = _home_pairs(spec, c.layout, g, p)
     if not pairs:
         return 0
-    def weights(col: int) -> int:
-        boxes = b_view.to_stored((bsplit[g], ksplit[p], nsplit[col]), wl.tensors[b_view.tensor].shape)
-        nbytes = np.array([volume(b) * wl.elem_bytes for b in boxes], dtype=np.int64)
-        return int(lane_work(np.ones_like(nbytes), nbytes, grain,  # each window on the two lanes
-                             lambda w: pair_cost(w, spec, min(ex.tx_overhead, ex.rx_lead)),
-                             ex.word_bytes).sum())
-
-    both = min(weights(col) + weights(col + 1) for col in pairs)
+    work = _PairWork(wl, op, c, spec, grain)
+    both = min(work(g, p, col) + work(g, p, col + 1) for col in pairs)
     block = volume((bsplit[g], msplit[r], ksplit[p]))
-    rest = block - min(2 * largest.get(a_view.tensor, 0), block // len(pairs))
-    spread = math.ceil(ex.latency_per_tile)  # x and y are adjacent: arrivals differ by this at most
+    rest = block - min(2 * largest.get(op.inputs[0].tensor, 0), block // len(pairs))
     ds = Lanes(spec).ds
-    cores = int(lane_work(np.ones(1, dtype=np.int64), np.array([rest * wl.elem_bytes]), grain,
-                          lambda w: max(0, ex.rx_lead - spread) + ds(w), ex.word_bytes)[0]) if rest > 0 else 0
-    head = ex.tx_overhead + ex.latency_base - ex.rx_lead
-    return head + cores + -(-both // 2)
+    cores = int(lane_work(np.ones(1, dtype=np.int64), np.array([max(0, rest) * wl.elem_bytes]), grain,
+                          lambda w: _core_lead(spec) + ds(w), ex.word_bytes)[0]) if rest > 0 else 0
+    return _head(spec) + cores + -(-both // 2)
+
+
+def row_pair_bound(wl: Workload, op: Operator, c: Candidate, spec: Spec, grain: Grain, held: Held) -> int:
+    """`row_pair_floor`'s argument with the producer known (A is in `held`): on every pair
+    x, y of a row off the home row, partner homes, neither holding any of the row's A block,
+    every A run into x reaches y too; their cores are x's receive work of A, each receive's
+    lead less the arrival spread between neighbours."""
+    if not _row_pairs_apply(wl, op, c):
+        return 0
+    lay = c.layout
+    needs = operand_needs(wl, op, c, 0, 0)
+    cores = move_lanes(held, needs, wl.elem_bytes, spec, grain, Lanes(spec, lead=_core_lead(spec))).rx
+    holders: dict[tuple[int, ...], set[int]] = {}
+    for need in needs:
+        lo = np.array([b[0] for b in need.box])
+        hi = np.array([b[1] for b in need.box])
+        hit = np.all(np.maximum(held.lo, lo) < np.minimum(held.hi, hi), axis=1)
+        holders.setdefault(need.tiles, set()).update(held.tiles[hit].tolist())
+    work = _PairWork(wl, op, c, spec, grain)
+    best = 0
+    for tiles, held_by in holders.items():
+        gpr, _ = divmod(tiles[0], lay.cols)  # tiles[0] = grid_tile(g, r, 0, p)
+        gp, r = divmod(gpr, lay.rows)
+        g, p = divmod(gp, lay.parts)
+        if r == 0:
+            continue
+        for col in _home_pairs(spec, lay, g, p):
+            if tiles[col] in held_by or tiles[col + 1] in held_by:
+                continue
+            both = work(g, p, col) + work(g, p, col + 1)
+            best = max(best, int(cores[tiles[col]]) + -(-both // 2))
+    return _head(spec) + best if best else 0
+
+
+def _row_pairs_apply(wl: Workload, op: Operator, c: Candidate) -> bool:
+    """A moved A, a weight B broadcast from row 0 to other rows."""
+    a, b = (wl.tensors[v.tensor].weight for v in op.inputs)
+    return not a and b and c.layout.rows > 1
+
+
+def _home_pairs(spec: Spec, lay: GemmLayout, g: int, p: int) -> list[int]:
+    """Columns col whose weight homes (row 0) col and col + 1 are partners, both within the
+    first fan-out of a row's multicast whichever tile of the row sends it."""
+    return [col for col in range(min(lay.cols, spec.exchange.max_fanout) - 1)
+            if spec.partner(grid_tile(lay, g, 0, col, p)) == grid_tile(lay, g, 0, col + 1, p)]
+
+
+def _core_lead(spec: Spec) -> int:
+    """A receive's cycles besides its payload in a multicast's core on two neighbours."""
+    ex = spec.exchange
+    return max(0, ex.rx_lead - math.ceil(ex.latency_per_tile))
+
+
+def _head(spec: Spec) -> int:
+    """The earliest a receive can begin after the phase starts."""
+    ex = spec.exchange
+    return ex.tx_overhead + ex.latency_base - ex.rx_lead
+
+
+class _PairWork:
+    """A weight home's sends of its block as windows on its tile pair's two transmit lanes."""
+
+    def __init__(self, wl: Workload, op: Operator, c: Candidate, spec: Spec, grain: Grain) -> None:
+        self.wl, self.view, self.spec, self.grain = wl, op.inputs[1], spec, grain
+        self.split = splits(wl, op, c)
+        self.memo: dict[tuple[int, int, int], int] = {}
+
+    def __call__(self, g: int, p: int, col: int) -> int:
+        if (g, p, col) not in self.memo:
+            bsplit, _, ksplit, nsplit = self.split
+            wl, ex = self.wl, self.spec.exchange
+            shape = wl.tensors[self.view.tensor].shape
+            boxes = self.view.to_stored((bsplit[g], ksplit[p], nsplit[col]), shape)
+            nbytes = np.array([volume(b) * wl.elem_bytes for b in boxes], dtype=np.int64)
+            self.memo[(g, p, col)] = int(lane_work(
+                np.ones_like(nbytes), nbytes, self.grain,
+                lambda w: pair_cost(w, self.spec, min(ex.tx_overhead, ex.rx_lead)), ex.word_bytes).sum())
+        return self.memo[(g, p, col)]

@@ -47,6 +47,7 @@ from ipuopt.layout.pricing import (
     inflow_floor,
     move_lanes,
     pair_cost,
+    row_pair_bound,
     row_pair_floor,
     unicast_lanes,
 )
@@ -275,7 +276,8 @@ def _phase_price(moves: Moves, model: _BoundModel, g: str, i: int,
                  haves: tuple[tuple[str, str], ...]) -> int:
     """Load bound of GEMM `g`'s input phase with candidate `i`, its activations coming from
     the producers' layouts `haves`: the weight broadcast and every move on the same lanes,
-    tile pairs' transmit lanes included."""
+    tile pairs' transmit lanes included, or the group bound's argument on a row's tile pairs
+    (`pricing.row_pair_bound`) where larger."""
     cat = moves.cat
     wl, spec, grain = cat.wl, cat.spec, cat.grain
     op, c = _gemm(model, g, i)
@@ -292,7 +294,9 @@ def _phase_price(moves: Moves, model: _BoundModel, g: str, i: int,
         if have[t] != model.held[g][i].doc["needs"][t]:
             move_lanes(moves.held_of(t, have[t]), operand_needs(wl, op, c, which, 0), wl.elem_bytes,
                        spec, grain, lanes)
-    return lanes.bound()
+    a = op.inputs[0].tensor
+    rows = row_pair_bound(wl, op, c, spec, grain, moves.held_of(a, have[a])) if a in have else 0
+    return max(lanes.bound(), rows)
 
 
 def _reduction_price(moves: Moves, model: _BoundModel, g: str, i: int) -> int:
