@@ -24,10 +24,10 @@ import numpy as np
 from ipuopt.exchange.timing import payload_cycles
 from ipuopt.spec import Spec
 from ipuopt.workloads.allocation import SpmdAllocator
-from ipuopt.workloads.boxes import Box, split, volume
+from ipuopt.workloads.boxes import Box, Range, nth, split, volume
 from ipuopt.workloads.fragments import Grain, lane_work, runs_of
 from ipuopt.workloads.gemm import PARTIAL_BYTES, Candidate, GemmLayout
-from ipuopt.workloads.geometry import default_input_layout, grid_tile, operand_needs, output_pieces, splits
+from ipuopt.workloads.geometry import default_input_layout, grid_tile, operand_needs, output_pieces
 from ipuopt.workloads.records import Need
 from ipuopt.workloads.workload import Operator, Workload
 
@@ -60,6 +60,27 @@ def fastest(words: int, spec: Spec) -> int:
     return payload_cycles(words, max(ex.ordinary_words_per_cycle, ex.paired_words_per_cycle))
 
 
+def fastest_of(words: np.ndarray, spec: Spec) -> np.ndarray:
+    """`fastest` of each element."""
+    ex = spec.exchange
+    rate = max(ex.ordinary_words_per_cycle, ex.paired_words_per_cycle)
+    if float(rate).is_integer():
+        return -(-words // int(rate))
+    return np.array([fastest(int(w), spec) for w in words], dtype=np.int64)
+
+
+_PARTNERS: dict[int, tuple[Spec, np.ndarray]] = {}
+
+
+def partners(spec: Spec) -> np.ndarray:
+    """Each tile's pair partner (-1: none), built once per spec."""
+    hit = _PARTNERS.get(id(spec))
+    if hit is None or hit[0] is not spec:
+        hit = _PARTNERS[id(spec)] = (spec, np.array(
+            [-1 if (p := spec.partner(t)) is None else p for t in range(spec.tiles)], dtype=np.int64))
+    return hit[1]
+
+
 def pair_cost(words: np.ndarray, spec: Spec, overhead: int | None = None) -> np.ndarray:
     """One send's cost to its tile pair's two transmit lanes, at its cheaper width, with
     `overhead` cycles a send (default: the transmit overhead)."""
@@ -88,14 +109,10 @@ class Lanes:
         self.rx = np.zeros(spec.tiles, dtype=np.int64)
         self.tx = np.zeros(spec.tiles, dtype=np.int64)
         self.pair = np.zeros(spec.tiles, dtype=np.int64) if pairs else None
-        self.partner = np.array([-1 if (p := spec.partner(t)) is None else p for t in range(spec.tiles)],
-                                dtype=np.int64) if pairs else None
+        self.partner = partners(spec) if pairs else None
 
     def ds(self, words: np.ndarray) -> np.ndarray:
-        """`fastest` of each element."""
-        if float(self.rate).is_integer():
-            return -(-words // int(self.rate))
-        return np.array([fastest(int(w), self.spec) for w in words], dtype=np.int64)
+        return fastest_of(words, self.spec)
 
     def bound(self) -> int:
         ex = self.spec.exchange
@@ -240,20 +257,13 @@ def inflow_floor(wl: Workload, op: Operator, c: Candidate, spec: Spec, grain: Gr
     bound count each part alone; on one receive lane they add up."""
     ex = spec.exchange
     lay = c.layout
-    bsplit, msplit, ksplit, nsplit = splits(wl, op, c)
     weight = wl.tensors[op.inputs[1].tensor].weight
-    rows = msplit[1:] if weight and lay.rows > 1 else msplit  # row 0 holds the weights
-
-    def widest(ranges: list[tuple[int, int]]) -> tuple[int, int]:
-        return max(ranges, key=lambda r: r[1] - r[0])
-
-    bl, rr, kk, cc = widest(bsplit), widest(rows), widest(ksplit), widest(nsplit)
-    ds = Lanes(spec).ds
+    bl, rr, kk, cc = _widest(wl, op, c, 1 if weight and lay.rows > 1 else 0)  # row 0 holds the weights
     rx = 0
 
     def receive(nbytes: list[int]) -> int:
         sizes = np.array([b for b in nbytes if b > 0], dtype=np.int64)
-        return int(lane_work(np.ones_like(sizes), sizes, grain, lambda w: ex.rx_lead + ds(w),
+        return int(lane_work(np.ones_like(sizes), sizes, grain, lambda w: ex.rx_lead + fastest_of(w, spec),
                              ex.word_bytes).sum())
 
     for which, box in ((0, (bl, rr, kk)), (1, (bl, kk, cc))):
@@ -280,23 +290,17 @@ def row_pair_floor(wl: Workload, op: Operator, c: Candidate, spec: Spec, grain: 
     if not _row_pairs_apply(wl, op, c):
         return 0
     ex = spec.exchange
-    bsplit, msplit, ksplit, _ = splits(wl, op, c)
-
-    def widest(ranges: list[tuple[int, int]]) -> int:
-        return max(range(len(ranges)), key=lambda i: (ranges[i][1] - ranges[i][0], -i))
-
-    g, p = widest(bsplit), widest(ksplit)
-    r = 1 + widest(msplit[1:])
-    pairs = _home_pairs(spec, c.layout, g, p)
+    pairs = _home_pairs(spec, c.layout, 0, 0)  # group 0, partial 0, row 1: the widest blocks
     if not pairs:
         return 0
     work = _PairWork(wl, op, c, spec, grain)
-    both = min(work(g, p, col) + work(g, p, col + 1) for col in pairs)
-    block = volume((bsplit[g], msplit[r], ksplit[p]))
+    both = min(work(0, 0, col) + work(0, 0, col + 1) for col in work.distinct(pairs))
+    bl, rr, kk, _ = _widest(wl, op, c, 1)
+    block = volume((bl, rr, kk))
     rest = block - min(2 * largest.get(op.inputs[0].tensor, 0), block // len(pairs))
-    ds = Lanes(spec).ds
-    cores = int(lane_work(np.ones(1, dtype=np.int64), np.array([max(0, rest) * wl.elem_bytes]), grain,
-                          lambda w: _core_lead(spec) + ds(w), ex.word_bytes)[0]) if rest > 0 else 0
+    lead = _core_lead(spec)
+    cores = int(lane_work(np.ones(1, dtype=np.int64), np.array([rest * wl.elem_bytes]), grain,
+                          lambda w: lead + fastest_of(w, spec), ex.word_bytes)[0]) if rest > 0 else 0
     return _head(spec) + cores + -(-both // 2)
 
 
@@ -341,8 +345,18 @@ def _row_pairs_apply(wl: Workload, op: Operator, c: Candidate) -> bool:
 def _home_pairs(spec: Spec, lay: GemmLayout, g: int, p: int) -> list[int]:
     """Columns col whose weight homes (row 0) col and col + 1 are partners, both within the
     first fan-out of a row's multicast whichever tile of the row sends it."""
-    return [col for col in range(min(lay.cols, spec.exchange.max_fanout) - 1)
-            if spec.partner(grid_tile(lay, g, 0, col, p)) == grid_tile(lay, g, 0, col + 1, p)]
+    base = grid_tile(lay, g, 0, 0, p)
+    homes = np.arange(base, base + min(lay.cols, spec.exchange.max_fanout))
+    return np.flatnonzero(partners(spec)[homes[:-1]] == homes[1:]).tolist()
+
+
+def _widest(wl: Workload, op: Operator, c: Candidate, row: int) -> tuple[Range, Range, Range, Range]:
+    """The batch, M, K and N ranges of group 0, grid row `row`, partial 0, column 0 (`splits`'
+    first ranges are its widest)."""
+    batch, m, k, n = wl.gemm_dims(op)
+    lay = c.layout
+    return ((0, min(batch, c.batches_per_group)), nth(m, lay.rows, row), nth(k, lay.parts, 0),
+            nth(n, lay.cols, 0))
 
 
 def _core_lead(spec: Spec) -> int:
@@ -362,15 +376,28 @@ class _PairWork:
 
     def __init__(self, wl: Workload, op: Operator, c: Candidate, spec: Spec, grain: Grain) -> None:
         self.wl, self.view, self.spec, self.grain = wl, op.inputs[1], spec, grain
-        self.split = splits(wl, op, c)
+        batch, _, self.k, self.n = wl.gemm_dims(op)
+        self.lay, self.bpg, self.batch = c.layout, c.batches_per_group, batch
         self.memo: dict[tuple[int, int, int], int] = {}
+
+    def distinct(self, cols: list[int]) -> list[int]:
+        """Of pairs (col, col + 1), one per pair of widths where a block's position cannot
+        change its stored boxes (a view without heads), else all."""
+        if self.view.heads:
+            return cols
+        width = {col: (nth(self.n, self.lay.cols, col), nth(self.n, self.lay.cols, col + 1)) for col in cols}
+        seen: dict[tuple[int, int], int] = {}
+        for col in cols:
+            seen.setdefault(tuple(hi - lo for lo, hi in width[col]), col)  # type: ignore[arg-type]
+        return list(seen.values())
 
     def __call__(self, g: int, p: int, col: int) -> int:
         if (g, p, col) not in self.memo:
-            bsplit, _, ksplit, nsplit = self.split
             wl, ex = self.wl, self.spec.exchange
             shape = wl.tensors[self.view.tensor].shape
-            boxes = self.view.to_stored((bsplit[g], ksplit[p], nsplit[col]), shape)
+            bl = (g * self.bpg, min(self.batch, (g + 1) * self.bpg))
+            box = (bl, nth(self.k, self.lay.parts, p), nth(self.n, self.lay.cols, col))
+            boxes = self.view.to_stored(box, shape)
             nbytes = np.array([volume(b) * wl.elem_bytes for b in boxes], dtype=np.int64)
             self.memo[(g, p, col)] = int(lane_work(
                 np.ones_like(nbytes), nbytes, self.grain,

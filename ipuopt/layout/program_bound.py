@@ -110,7 +110,9 @@ class _Terms:
         return self.reduce if self.parts > 1 else self.multiply
 
 
-def _terms(cat: Catalogue, op: Operator, c: Cand, largest: dict[str, int]) -> _Terms:
+def _terms(cat: Catalogue, op: Operator, c: Cand, largest: dict[str, int], memo: dict[tuple, int]) -> _Terms:
+    """`memo`: input-phase floors by what they depend on (candidates differing only in their
+    memory class or in how their partials split the output share them)."""
     why = c.doc["why"]
     rate = cat.spec.compute["elementwise_bytes_per_cycle"]
     passes = math.ceil(why["piece"] * cat.wl.elem_bytes / rate)  # as an elementwise candidate's
@@ -119,8 +121,12 @@ def _terms(cat: Catalogue, op: Operator, c: Cand, largest: dict[str, int]) -> _T
     parts = c.source.layout.parts  # type: ignore[union-attr]
     reduce = math.ceil((parts - 1) * why["piece"] * PARTIAL_BYTES / rate) if parts > 1 else 0
     reduction = max(why["reduction"], _pair_reduction(cat, op, c)) if parts > 1 else 0
-    inflow = max(f(cat.wl, op, c.source, cat.spec, cat.grain, largest)  # type: ignore[arg-type]
-                 for f in (inflow_floor, row_pair_floor))
+    lay = c.source.layout  # type: ignore[union-attr]
+    key = (op.name, lay.rows, lay.cols, parts, c.source.batches_per_group)  # type: ignore[union-attr]
+    if key not in memo:
+        memo[key] = max(f(cat.wl, op, c.source, cat.spec, cat.grain, largest)  # type: ignore[arg-type]
+                        for f in (inflow_floor, row_pair_floor))
+    inflow = memo[key]
     return _Terms(c.doc["compute"] - reduce, reduce, why["weights"], inflow, reduction, parts, passes)
 
 
@@ -184,7 +190,8 @@ def program_bound(wl: Workload, spec: Spec, grain: Grain = None, upper: int | No
     moves = Moves(cat)
     moves.refresh(cat.cands, exact=False)  # floors valid whatever any producer leaves
     sync = spec.exchange.sync_cycles
-    terms = {op.name: [_terms(cat, op, c, moves.largest) for c in cat.cands[op.name]]
+    memo: dict[tuple, int] = {}
+    terms = {op.name: [_terms(cat, op, c, moves.largest, memo) for c in cat.cands[op.name]]
              for op in prog.heads}
     floors = {op.name: [_floor(t, c, sync) for t, c in zip(terms[op.name], cat.cands[op.name], strict=True)]
               for op in prog.gemms}

@@ -19,6 +19,13 @@ def split(n: int, parts: int) -> list[Range]:
     return out
 
 
+def nth(n: int, parts: int, i: int) -> Range:
+    """The `i`-th range of `split(n, parts)`."""
+    q, r = divmod(n, parts)
+    lo = i * q + min(i, r)
+    return lo, lo + q + (1 if i < r else 0)
+
+
 def volume(box: Box) -> int:
     v = 1
     for lo, hi in box:
