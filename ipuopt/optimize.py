@@ -91,6 +91,17 @@ def _params(given: Budget, **options: Any) -> SolveParams:
     return given.with_(options={**given.options, **options}) if options else given
 
 
+def _give(params: SolveParams, local: bool, seconds: float, keep: float = 0.0) -> Budget:
+    """A cell's time: a share of the command's clock in this process, else seconds and a
+    wall-clock deadline `keep` seconds before the command's end, so that a cell queued behind
+    a slow one still leaves the time kept (the final replay: attention's schedule cells ran to
+    the command's end and its replay past the limit)."""
+    if local:
+        return params.share(seconds)
+    left = params.stop.left()
+    return seconds, time.time() + (math.inf if left is None else max(0.0, left - keep))
+
+
 def packed(weights: list[int], at_once: int) -> list[float]:
     """Each cell's share of a stage's time when `at_once` run together: dealt largest first to
     the least loaded runner (as Dask takes them, submitted in that order), a cell's share is
@@ -253,12 +264,8 @@ def optimize(wl: Workload, spec: Spec, grain: int | str | None = None, k: int = 
     t0 = time.perf_counter()
     ident = cell_key("program", repr(wl), repr(spec), str(grain))
 
-    def give(seconds: float) -> Budget:
-        """A cell's time: a share of this command's clock here, seconds and the deadline on Dask."""
-        if cells is None or cells.local:
-            return params.share(seconds)
-        left = params.stop.left()
-        return seconds, time.time() + (math.inf if left is None else left)
+    def give(seconds: float, keep: float = 0.0) -> Budget:
+        return _give(params, cells is None or cells.local, seconds, keep)
 
     def budget(stage: str) -> SolveParams:
         return params.share(SHARES[stage] * params.budget())
@@ -358,14 +365,16 @@ def optimize(wl: Workload, spec: Spec, grain: int | str | None = None, k: int = 
         phases = improved = sorted(_quickest(best, left - _reserve(best, left), par))
     if phases and not params.stop.interrupted:
         left = params.budget() or 0.0
-        total = left - _reserve(best, left)  # then the replay and the file
+        keep = _reserve(best, left)  # then the replay and the file
+        total = left - keep
         weights = [len(gen.phases[i].phase.transfers) + 1 for i in phases]
         order = sorted(range(len(phases)), key=lambda k: -weights[k])  # the largest first
         secs = [total * part for part in packed(weights, par)]
         tell({"task": f"schedules of {best['name']} ({len(phases)} of {len(gen.phases)} phases)"})
         solved = cells.run(f"schedules ({so_far(best, bound)})", [
             Cell(cell_key("schedule", ident, best["choice"], at, phases[k]), _schedule,
-                 (ident, wl, spec, best["choice"], grain, at, phases[k], give(secs[k]))) for k in order])
+                 (ident, wl, spec, best["choice"], grain, at, phases[k], give(secs[k], keep)))
+            for k in order])
         results = {phases[k]: r for k, r in zip(order, solved, strict=True)}
         if all(r is not None for r in results.values()):
             results.update({i: _expanded(gp.phase.transfers, best["schedules"][i])

@@ -308,6 +308,18 @@ def test_a_cell_on_a_worker_counts_its_generation_and_ends_by_the_commands_deadl
     assert seen["left"] <= 1.5  # the deadline comes before its seconds are up
 
 
+def test_a_schedule_cell_on_a_worker_ends_before_the_time_kept_for_the_replay() -> None:
+    from ipuopt.optimize import _give
+    from ipuopt.params import SolveParams
+
+    params = SolveParams(100.0)
+    params.start_clock()
+    seconds, deadline = _give(params, False, 80.0, keep=30.0)
+    assert seconds == 80.0 and 68.0 < deadline - time.time() <= 70.0  # 100 s left less the 30 kept
+    assert _give(params, False, 80.0)[1] - time.time() > 99.0
+    assert isinstance(_give(params, True, 5.0), SolveParams)
+
+
 class _Gen:
     phases = [None]
 

@@ -10,7 +10,9 @@ phase. Every plan's terms have bounds that hold under any placement:
 - a GEMM's input phase carries its moved operands and its weight broadcast at once: its
   horizon is at least the largest of their load bounds (`layout.pricing`: cheapest width,
   shortest route, no memory element; a phase takes at least as long as any subset of its
-  transfers), not their sum as the layout model counts them;
+  transfers), not their sum as the layout model counts them, and at least its floors that
+  hold whatever the producers leave (`pricing.inflow_floor`: one tile's receive lane;
+  `pricing.row_pair_floor`: the group bound's argument on two tiles of a grid row);
 - its reduction phase (P > 1): its load bound.
 
 Minimising that over plans is a small CP-SAT model (one-hot choice, the layout problem's
@@ -322,8 +324,8 @@ def reduction_lanes(cat: Catalogue, op: Operator, c: Candidate) -> Lanes:
 
 def _floor(t: _Terms, c: Cand, sync: int) -> int:
     """What a GEMM candidate adds to any program at least: its input phase (sync and the
-    largest of its weight broadcast and each operand's move floor), its compute, and its
-    reduction phase with its sync."""
+    largest of its weight broadcast, its own floors and each operand's move floor), its
+    compute, and its reduction phase with its sync."""
     phase = max([t.weights, t.inflow, *c.moves.values()])
     return sync + phase + t.multiply + t.reduce + ((sync + t.reduction) if t.parts > 1 else 0)
 
