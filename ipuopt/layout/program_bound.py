@@ -90,8 +90,9 @@ class ProgramBound:
                 "grain": grain_name(self.grain), "seconds": round(self.seconds, 1),
                 "rule": ("every plan of candidates using at least the layout problem's share of "
                          "the tiles, any placement, any schedules: per boundary the largest "
-                         "compute step, sync_cycles, and the largest load bound of the phase's "
-                         "parts"), **({"notes": self.notes} if self.notes else {})}
+                         "compute step, sync_cycles, and the largest of the load bounds of the "
+                         "phase's parts and of an input phase's row-pair bounds"),
+                **({"notes": self.notes} if self.notes else {})}
 
 
 @dataclass(frozen=True)
