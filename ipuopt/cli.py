@@ -1287,10 +1287,6 @@ def main() -> None:
         if exc.code == 130:  # typer's word for a Ctrl-C no command caught (loading, a second one)
             _err("interrupted: no file written")
             _exit_now(130)
-        if exc.code is None or isinstance(exc.code, int):
-            # the command is over and its files closed: freeing what it built (attention's
-            # half a million candidates) at interpreter exit took 16 s past a time limit
-            _exit_now(exc.code or 0)
         raise
     except Interrupted as exc:  # Ctrl-C before any answer: nothing written
         _err(f"interrupted: {exc}; no file written")
