@@ -17,6 +17,7 @@ input) into the layout a consumer needs is priced from its boxes.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -95,6 +96,14 @@ def pair_cost(words: np.ndarray, spec: Spec, overhead: int | None = None) -> np.
     return np.minimum(o + at(ex.ordinary_words_per_cycle), 2 * (o + at(ex.paired_words_per_cycle)))
 
 
+def box_work(nbytes: list[int], spec: Spec, grain: Grain,
+             per_send: Callable[[np.ndarray], np.ndarray]) -> np.ndarray:
+    """Lane cycles of moving each of `nbytes` as one run (a whole stored box), cut at `grain`,
+    where `per_send(words)` is what one transfer costs the lane."""
+    sizes = np.asarray(nbytes, dtype=np.int64)
+    return lane_work(np.ones_like(sizes), sizes, grain, per_send, spec.exchange.word_bytes)
+
+
 class Lanes:
     """Per-tile lane work of one phase, and its load bound. With `pairs`, also each tile's
     sends as the pair bound counts them (`exchange.bounds.pair_bound`: ordinary on its own
@@ -105,7 +114,6 @@ class Lanes:
         self.spec = spec
         ex = spec.exchange
         self.lead = ex.rx_lead if lead is None else lead  # a receive's cycles besides its payload
-        self.rate = max(ex.ordinary_words_per_cycle, ex.paired_words_per_cycle)
         self.rx = np.zeros(spec.tiles, dtype=np.int64)
         self.tx = np.zeros(spec.tiles, dtype=np.int64)
         self.pair = np.zeros(spec.tiles, dtype=np.int64) if pairs else None
@@ -223,11 +231,8 @@ def own_exchange(wl: Workload, op: Operator, c: Candidate, spec: Spec, grain: Gr
     mb, kb, nb = math.ceil(m / lay.rows), math.ceil(k / lay.parts), math.ceil(n / lay.cols)
     bb = c.batches_per_group
 
-    ds = Lanes(spec).ds
-
     def work(nbytes: list[int], per: int) -> np.ndarray:
-        sizes = np.array(nbytes, dtype=np.int64)
-        return lane_work(np.ones_like(sizes), sizes, grain, lambda w: per + ds(w), ex.word_bytes)
+        return box_work(nbytes, spec, grain, lambda w: per + fastest_of(w, spec))
 
     out = {"weights": 0, "reduction": 0}
     if wl.tensors[op.inputs[1].tensor].weight and lay.rows > 1:
@@ -262,9 +267,8 @@ def inflow_floor(wl: Workload, op: Operator, c: Candidate, spec: Spec, grain: Gr
     rx = 0
 
     def receive(nbytes: list[int]) -> int:
-        sizes = np.array([b for b in nbytes if b > 0], dtype=np.int64)
-        return int(lane_work(np.ones_like(sizes), sizes, grain, lambda w: ex.rx_lead + fastest_of(w, spec),
-                             ex.word_bytes).sum())
+        return int(box_work([b for b in nbytes if b > 0], spec, grain,
+                            lambda w: ex.rx_lead + fastest_of(w, spec)).sum())
 
     for which, box in ((0, (bl, rr, kk)), (1, (bl, kk, cc))):
         view = op.inputs[which]
@@ -289,7 +293,6 @@ def row_pair_floor(wl: Workload, op: Operator, c: Candidate, spec: Spec, grain: 
     (B not a weight, A a weight, one row, no partner homes)."""
     if not _row_pairs_apply(wl, op, c):
         return 0
-    ex = spec.exchange
     pairs = _home_pairs(spec, c.layout, 0, 0)  # group 0, partial 0, row 1: the widest blocks
     if not pairs:
         return 0
@@ -299,8 +302,8 @@ def row_pair_floor(wl: Workload, op: Operator, c: Candidate, spec: Spec, grain: 
     block = volume((bl, rr, kk))
     rest = block - min(2 * largest.get(op.inputs[0].tensor, 0), block // len(pairs))
     lead = _core_lead(spec)
-    cores = int(lane_work(np.ones(1, dtype=np.int64), np.array([rest * wl.elem_bytes]), grain,
-                          lambda w: lead + fastest_of(w, spec), ex.word_bytes)[0]) if rest > 0 else 0
+    cores = int(box_work([rest * wl.elem_bytes], spec, grain, lambda w: lead + fastest_of(w, spec))[0]
+                ) if rest > 0 else 0
     return _head(spec) + cores + -(-both // 2)
 
 
@@ -398,8 +401,7 @@ class _PairWork:
             bl = (g * self.bpg, min(self.batch, (g + 1) * self.bpg))
             box = (bl, nth(self.k, self.lay.parts, p), nth(self.n, self.lay.cols, col))
             boxes = self.view.to_stored(box, shape)
-            nbytes = np.array([volume(b) * wl.elem_bytes for b in boxes], dtype=np.int64)
-            self.memo[(g, p, col)] = int(lane_work(
-                np.ones_like(nbytes), nbytes, self.grain,
-                lambda w: pair_cost(w, self.spec, min(ex.tx_overhead, ex.rx_lead)), ex.word_bytes).sum())
+            self.memo[(g, p, col)] = int(box_work(
+                [volume(b) * wl.elem_bytes for b in boxes], self.spec, self.grain,
+                lambda w: pair_cost(w, self.spec, min(ex.tx_overhead, ex.rx_lead))).sum())
         return self.memo[(g, p, col)]
