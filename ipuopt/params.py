@@ -156,6 +156,7 @@ class SolveParams:
         stop = Stop()
         stop.deadline = self.stop.deadline
         if seconds is not None:
+            seconds = max(0.0, seconds)  # a share computed on a slow machine may come out below 0
             stop.until(time.monotonic() + seconds)
         self.stop.on_request(stop.request)
         stop.on_request(self.stop.request)

@@ -320,6 +320,21 @@ def test_a_schedule_cell_on_a_worker_ends_before_the_time_kept_for_the_replay() 
     assert isinstance(_give(params, True, 5.0), SolveParams)
 
 
+def test_a_stage_left_less_than_nothing_gets_no_time_instead_of_an_error() -> None:
+    """On a slow machine the time left can fall below what a stage keeps for later: its share
+    comes out negative and must mean "no time" (it once ended the command with "--time-limit:
+    must be >= 0"), locally and on a worker."""
+    from ipuopt.optimize import _give, _params
+    from ipuopt.params import SolveParams
+
+    params = SolveParams(100.0)
+    params.start_clock()
+    local = _give(params, True, -14.6)
+    assert isinstance(local, SolveParams) and local.budget() == 0.0
+    remote = _params(_give(params, False, -14.6, keep=30.0))
+    assert remote.budget() == 0.0
+
+
 class _Gen:
     phases = [None]
 
