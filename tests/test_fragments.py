@@ -183,3 +183,43 @@ def test_element_bound_counts_the_gaps_between_small_transfers_and_stays_below_t
                     for x in (0, 16))
         above_sum += bound > plain
     assert above_sum  # the gaps count somewhere
+
+
+@pytest.mark.parametrize("elem", [1, 2, 4])
+def test_paired_runs_count_the_fragments_that_start_aligned_at_both_ends(elem):
+    """`paired_runs` (in closed form, for prices) against `fragments` (every fragment built):
+    random boxes in random buffers whose starts are off alignment by random bytes, at every
+    kind of grain; with a grain that is not a multiple of the alignment every run counts."""
+    import random
+
+    from ipuopt.workloads.fragments import fragments, paired_runs, runs_of
+
+    rng = random.Random(elem)
+    counted = some = not_all = 0
+    for _ in range(1500):
+        outer = [tuple((a, a + rng.randint(1, 9)) for a in (rng.randint(0, 3) for _ in range(3)))
+                 for _ in range(2)]
+        lo = [max(s[0], d[0]) for s, d in zip(*outer, strict=True)]
+        hi = [min(s[1], d[1]) for s, d in zip(*outer, strict=True)]
+        if any(a >= b for a, b in zip(lo, hi, strict=True)):
+            continue
+        box = tuple((a, rng.randint(a + 1, b)) for a, b in
+                    ((rng.randint(a, b - 1), b) for a, b in zip(lo, hi, strict=True)))
+        grain = rng.choice([None, "box", 8, 16, 12])
+        starts = [rng.choice([0, 0, rng.randrange(8)]) for _ in range(2)]
+        src, dst, _ = fragments(box, outer[0], outer[1], elem, grain)
+        want = int(np.sum(((starts[0] + src) % 8 == 0) & ((starts[1] + dst) % 8 == 0)))
+        arr = [np.array([[r[i] for r in b]]) for b in (box, *outer) for i in (0, 1)]
+        ends = [(arr[2 + 2 * k], arr[3 + 2 * k], np.array([starts[k]])) for k in (0, 1)]
+        got = int(paired_runs(arr[0], arr[1], *ends, elem, grain, 8)[0])
+        runs, run_bytes = runs_of(arr[0], arr[1], ends[0][:2], ends[1][:2], elem, grain)
+        if grain in (None, "box"):
+            assert got == want
+        elif grain % 8 == 0:  # every fragment of a run starts as aligned as the run
+            assert got * -(-int(run_bytes[0]) // grain) == want
+        else:
+            assert got == runs[0]
+        counted += 1
+        some += want > 0
+        not_all += want < len(src)
+    assert counted >= 600 and some >= 25 and not_all >= 300, (counted, some, not_all)

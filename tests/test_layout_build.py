@@ -12,6 +12,7 @@ import pytest
 from conftest import run_cli
 
 from ipuopt.exchange.bounds import endpoint_bound
+from ipuopt.exchange.phase import paired_possible
 from ipuopt.exchange.timing import phase_timings
 from ipuopt.layout import pricing
 from ipuopt.layout.build import build_problem
@@ -26,11 +27,11 @@ from ipuopt.workloads.workload import load_workload
 def lanes_bound(transfers, spec) -> int:
     """The load bound recomputed from generated transfers (independently of `pricing`)."""
     ex = spec.exchange
-    rate = max(ex.ordinary_words_per_cycle, ex.paired_words_per_cycle)
     rx: dict[int, int] = defaultdict(int)
     tx: dict[int, int] = defaultdict(int)
     for t in transfers:
-        d = math.ceil(t.words / rate)
+        paired = ex.paired_words_per_cycle if paired_possible(t, spec) else 0
+        d = math.ceil(t.words / max(ex.ordinary_words_per_cycle, paired))
         tx[t.src] += ex.tx_overhead + d
         for x in t.dst:
             rx[x] += ex.rx_lead + d

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from ipuopt.exchange.bounds import endpoint_bound, group_bound, pair_bound
-from ipuopt.exchange.phase import Phase
+from ipuopt.exchange.phase import Phase, paired_possible
 from ipuopt.exchange.solve import solve
 from ipuopt.exchange.timing import phase_timings
 from ipuopt.layout.candidates import Catalogue
@@ -55,9 +55,18 @@ def _program(gen: Generation, exchange) -> int:
     return total
 
 
+def widths_only(phase: Phase, spec=SPEC) -> Phase:
+    """The phase without addresses (no memory element can clash, as under some placement) but
+    with the widths they allow: buffers start aligned under any placement, so a transfer that
+    cannot be paired here cannot under any, and is marked `never`."""
+    return replace(phase, transfers=[
+        replace(t, src_addr=None, dst_addr=None, paired=t.paired if paired_possible(t, spec) else "never")
+        for t in phase.transfers])
+
+
 def _floor(gen: Generation) -> int:
     def floor(phase: Phase) -> int:
-        tm = phase_timings(phase, SPEC)
+        tm = phase_timings(widths_only(phase), SPEC)
         return max(endpoint_bound(tm, SPEC).value, pair_bound(tm, SPEC).value, group_bound(tm, SPEC).value)
     return _program(gen, floor)
 
@@ -89,8 +98,9 @@ def test_the_bound_is_below_every_sampled_plans_program(workload: str) -> None:
                                                          ("micro-attention", "test2", 1.0)])
 def test_the_bound_is_below_the_exhaustive_optimum(workload: str, chip: str, utilisation: float) -> None:
     """Every plan (a layout per GEMM; memory classes alike once addresses are gone), each phase
-    solved to optimality with its addresses dropped: no element can clash, so this optimum
-    is below the plan's under any placement, and the program bound must be below the least."""
+    solved to optimality with its addresses dropped but their widths kept (`widths_only`): no
+    element can clash, so this optimum is below the plan's under any placement, and the
+    program bound must be below the least."""
     wl, spec = load_workload(str(MICRO / f"{workload}.yaml")), load_spec(str(MICRO / f"{chip}.yaml"))
     layouts = {op.name: list({c.layout.label.rsplit("/", 1)[0]: c.layout
                               for c in enumerate_candidates(wl, op, spec, utilisation)}.values())
@@ -98,11 +108,10 @@ def test_the_bound_is_below_the_exhaustive_optimum(workload: str, chip: str, uti
     optimum: dict[tuple, int] = {}  # phases alike in everything but ids and addresses
 
     def exact(phase: Phase) -> int:
-        key = tuple((t.src, t.dst, t.words, t.paired, t.after) for t in phase.transfers)
+        key = tuple((t.src, t.dst, t.words, paired_possible(t, spec), t.after) for t in phase.transfers)
         if key not in optimum:
-            bare = replace(phase, transfers=[replace(t, src_addr=None, dst_addr=None)
-                                             for t in phase.transfers])
-            res = solve(bare, spec, "cpsat", SolveParams(time_limit=30, workers=1, seed=0))
+            res = solve(widths_only(phase, spec), spec, "cpsat",
+                        SolveParams(time_limit=30, workers=1, seed=0))
             assert res.status == "optimal", (phase.name, res.status)
             optimum[key] = res.value
         return optimum[key]
@@ -125,7 +134,7 @@ def test_a_reduction_loads_the_lanes_the_overlap_search_finds_on_its_routes(grai
     from ipuopt.layout.program_bound import reduction_lanes
     from ipuopt.workloads.gemm import PARTIAL_BYTES
     from ipuopt.workloads.geometry import reduction_routes
-    from ipuopt.workloads.records import Need
+    from ipuopt.workloads.records import Need, Piece
 
     wl = load_workload("mini-mlp")
     cat = Catalogue(wl, SPEC, 0.5, grain, lambda _m: None, lambda: None)
@@ -139,7 +148,7 @@ def test_a_reduction_loads_the_lanes_the_overlap_search_finds_on_its_routes(grai
         cands = [c.source for c in cat.cands[op.name] if c.source.layout.parts > 1]
         for c in cands[::max(1, len(cands) // 6)]:
             pieces, needs = reduction_routes(wl, op, c, 0, 0, 0)
-            want = move_lanes(Held.of([(p.tile, apart(p.box, p.partial)) for p in pieces]),
+            want = move_lanes(Held.of([Piece(p.tile, apart(p.box, p.partial), p.addr) for p in pieces]),
                               [Need(n.tiles, apart(n.box, n.partial), 0) for n in needs],
                               PARTIAL_BYTES, SPEC, grain, Lanes(SPEC, pairs=True))
             got = reduction_lanes(cat, op, c)
@@ -160,8 +169,7 @@ def test_an_input_phase_takes_at_least_its_floors(workload: str, grain) -> None:
     lane) and `row_pair_floor` (the group bound's argument on two tiles of a grid row), both
     whatever the producers leave, and `row_pair_bound` (the same with the producer known):
     below the endpoint and group bounds of every input phase generated for plans drawn from
-    the catalogue, with its addresses dropped (every width open, as some placement may make
-    it)."""
+    the catalogue, with its addresses dropped but their widths kept (`widths_only`)."""
     from ipuopt.layout.candidates import INPUT_LAYOUT
     from ipuopt.layout.moves import Moves
     from ipuopt.layout.pricing import inflow_floor, row_pair_bound, row_pair_floor
@@ -186,8 +194,7 @@ def test_an_input_phase_takes_at_least_its_floors(workload: str, grain) -> None:
             wl, SPEC, {g: c.source.layout for g, c in plan.items()}, grain).phases}
         for op in gemms:
             name = next(n for n in phases if n in (f"{op.name}-input", f"{op.name}-redistribution"))
-            bare = replace(phases[name], transfers=[replace(t, src_addr=None, dst_addr=None)
-                                                    for t in phases[name].transfers])
+            bare = widths_only(phases[name])
             tm = phase_timings(bare, SPEC)
             best = max(endpoint_bound(tm, SPEC).value, group_bound(tm, SPEC).value)
             a, c = op.inputs[0].tensor, plan[op.name].source

@@ -16,6 +16,7 @@ input) into the layout a consumer needs is priced from its boxes.
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -25,11 +26,11 @@ import numpy as np
 from ipuopt.exchange.timing import payload_cycles
 from ipuopt.spec import Spec
 from ipuopt.workloads.allocation import SpmdAllocator
-from ipuopt.workloads.boxes import Box, Range, nth, split, volume
-from ipuopt.workloads.fragments import Grain, lane_work, runs_of
+from ipuopt.workloads.boxes import Range, nth, split, volume, widths
+from ipuopt.workloads.fragments import BOX, Grain, lane_work, paired_runs, runs_of
 from ipuopt.workloads.gemm import PARTIAL_BYTES, Candidate, GemmLayout
 from ipuopt.workloads.geometry import default_input_layout, grid_tile, operand_needs, output_pieces
-from ipuopt.workloads.records import Need
+from ipuopt.workloads.records import Need, Piece
 from ipuopt.workloads.workload import Operator, Workload
 
 
@@ -40,12 +41,14 @@ class Held:
     tiles: np.ndarray  # (n,)
     lo: np.ndarray  # (n, 3)
     hi: np.ndarray  # (n, 3)
+    addr: np.ndarray  # (n,) byte address of each piece's box (its buffer's start may be moved)
 
     @classmethod
-    def of(cls, items: list[tuple[int, Box]]) -> Held:
-        return cls(np.array([t for t, _ in items], dtype=np.int64),
-                   np.array([[r[0] for r in b] for _, b in items], dtype=np.int64).reshape(-1, 3),
-                   np.array([[r[1] for r in b] for _, b in items], dtype=np.int64).reshape(-1, 3))
+    def of(cls, pieces: list[Piece]) -> Held:
+        return cls(np.array([p.tile for p in pieces], dtype=np.int64),
+                   np.array([[r[0] for r in p.box] for p in pieces], dtype=np.int64).reshape(-1, 3),
+                   np.array([[r[1] for r in p.box] for p in pieces], dtype=np.int64).reshape(-1, 3),
+                   np.array([p.addr for p in pieces], dtype=np.int64))
 
     def largest(self) -> int:
         """Elements of the largest piece on one tile."""
@@ -64,10 +67,18 @@ def fastest(words: int, spec: Spec) -> int:
 def fastest_of(words: np.ndarray, spec: Spec) -> np.ndarray:
     """`fastest` of each element."""
     ex = spec.exchange
-    rate = max(ex.ordinary_words_per_cycle, ex.paired_words_per_cycle)
+    return payload_of(words, max(ex.ordinary_words_per_cycle, ex.paired_words_per_cycle))
+
+
+def unpaired_of(words: np.ndarray, spec: Spec) -> np.ndarray:
+    """Payload cycles of each element at ordinary width (a transfer that cannot be paired)."""
+    return payload_of(words, spec.exchange.ordinary_words_per_cycle)
+
+
+def payload_of(words: np.ndarray, rate: float) -> np.ndarray:
     if float(rate).is_integer():
         return -(-words // int(rate))
-    return np.array([fastest(int(w), spec) for w in words], dtype=np.int64)
+    return np.array([payload_cycles(int(w), rate) for w in words], dtype=np.int64)
 
 
 _PARTNERS: dict[int, tuple[Spec, np.ndarray]] = {}
@@ -152,6 +163,7 @@ def move_lanes(held: Held, needs: list[Need], elem: int, spec: Spec, grain: Grai
         part = needs[first:first + block]
         nlo = np.array([[r[0] for r in need.box] for need in part], dtype=np.int64)
         nhi = np.array([[r[1] for r in need.box] for need in part], dtype=np.int64)
+        naddr = np.array([need.addr for need in part], dtype=np.int64)
         ilo = np.maximum(held.lo[None], nlo[:, None])
         ihi = np.minimum(held.hi[None], nhi[:, None])
         n, p = np.nonzero(np.all(ilo < ihi, axis=2))
@@ -159,9 +171,12 @@ def move_lanes(held: Held, needs: list[Need], elem: int, spec: Spec, grain: Grai
             continue
         runs, run_bytes = runs_of(ilo[n, p], ihi[n, p], (held.lo[p], held.hi[p]), (nlo[n], nhi[n]),
                                   elem, grain)
-        tx_work = lane_work(runs, run_bytes, grain, lambda w: ex.tx_overhead + lanes.ds(w),
-                            ex.word_bytes)
-        rx_work = lane_work(runs, run_bytes, grain, lambda w: lanes.lead + lanes.ds(w), ex.word_bytes)
+        paired = paired_runs(ilo[n, p], ihi[n, p], (held.lo[p], held.hi[p], held.addr[p]),
+                             (nlo[n], nhi[n], naddr[n]), elem, grain, ex.paired_alignment)
+        paired[partners(spec)[held.tiles[p]] < 0] = 0  # a tile without a partner sends ordinary
+        split_runs = (runs, paired, run_bytes, grain, spec)
+        tx_work = _runs_work(*split_runs, lambda w: ex.tx_overhead + fastest_of(w, spec), ex.tx_overhead)
+        rx_work = _runs_work(*split_runs, lambda w: lanes.lead + fastest_of(w, spec), lanes.lead)
         sizes = np.array([len(need.tiles) for need in part], dtype=np.int64)
         owner = np.repeat(np.arange(len(part)), sizes)  # need of each (need, tile) entry
         tiles = np.array([t for need in part for t in need.tiles], dtype=np.int64)
@@ -171,7 +186,7 @@ def move_lanes(held: Held, needs: list[Need], elem: int, spec: Spec, grain: Grai
         sent = dst > 0
         np.add.at(lanes.tx, src, -(-dst // ex.max_fanout) * tx_work)
         if lanes.pair is not None:
-            pair_work = lane_work(runs, run_bytes, grain, lambda w: pair_cost(w, spec), ex.word_bytes)
+            pair_work = _runs_work(*split_runs, lambda w: pair_cost(w, spec), ex.tx_overhead)
             np.add.at(lanes.pair, src[sent], (-(-dst // ex.max_fanout) * pair_work)[sent])
         per_need = np.bincount(n[sent], weights=rx_work[sent], minlength=len(part)).astype(np.int64)
         np.add.at(lanes.rx, tiles, per_need[owner])
@@ -180,20 +195,40 @@ def move_lanes(held: Held, needs: list[Need], elem: int, spec: Spec, grain: Grai
     return lanes
 
 
+def _runs_work(runs: np.ndarray, paired: np.ndarray, run_bytes: np.ndarray, grain: Grain, spec: Spec,
+               paired_cost: Callable[[np.ndarray], np.ndarray], per: int) -> np.ndarray:
+    """Lane cycles of `runs` runs of `run_bytes` each, of which `paired` may be paired (at
+    `paired_cost(words)` a transfer) and the rest cost `per` plus their ordinary payload."""
+    wb = spec.exchange.word_bytes
+    return (lane_work(paired, run_bytes, grain, paired_cost, wb)
+            + lane_work(runs - paired, run_bytes, grain, lambda w: per + unpaired_of(w, spec), wb))
+
+
+def _aligned(offset: np.ndarray, grain: Grain, spec: Spec) -> np.ndarray:
+    """1 where a whole box at byte `offset` from an aligned address (sent to an aligned one)
+    may be paired: aligned, or cut at a grain that is not a multiple of the alignment (then
+    some of its fragments may be, and all count, as `paired_runs` counts them)."""
+    align = spec.exchange.paired_alignment
+    if grain not in (None, BOX) and int(grain) % align:  # type: ignore[call-overload]
+        return np.ones_like(offset)
+    return (offset % align == 0).astype(np.int64)
+
+
 def unicast_lanes(src: np.ndarray, dst: np.ndarray, nbytes: np.ndarray, spec: Spec, grain: Grain,
-                  lanes: Lanes) -> Lanes:
+                  lanes: Lanes, offset: np.ndarray | None = None) -> Lanes:
     """The lane work of whole boxes each sent from tile `src` to tile `dst` (one run at both
     ends, cut only at a grain), added to `lanes`: what `move_lanes` counts for such sends,
-    without its overlap search."""
+    without its overlap search. `offset`: each box's byte offset from an aligned address at
+    the source (the destination's being aligned); None: all aligned."""
     ex = spec.exchange
     runs = np.ones_like(nbytes)
-    np.add.at(lanes.tx, src, lane_work(runs, nbytes, grain, lambda w: ex.tx_overhead + lanes.ds(w),
-                                       ex.word_bytes))
-    np.add.at(lanes.rx, dst, lane_work(runs, nbytes, grain, lambda w: ex.rx_lead + lanes.ds(w),
-                                       ex.word_bytes))
+    paired = (partners(spec)[src] >= 0) * (runs if offset is None else _aligned(offset, grain, spec))
+    split_runs = (runs, paired, nbytes, grain, spec)
+    np.add.at(lanes.tx, src, _runs_work(*split_runs, lambda w: ex.tx_overhead + fastest_of(w, spec),
+                                        ex.tx_overhead))
+    np.add.at(lanes.rx, dst, _runs_work(*split_runs, lambda w: ex.rx_lead + fastest_of(w, spec), ex.rx_lead))
     if lanes.pair is not None:
-        np.add.at(lanes.pair, src, lane_work(runs, nbytes, grain, lambda w: pair_cost(w, spec),
-                                             ex.word_bytes))
+        np.add.at(lanes.pair, src, _runs_work(*split_runs, lambda w: pair_cost(w, spec), ex.tx_overhead))
     return lanes
 
 
@@ -211,12 +246,12 @@ def move_floor(block_elems: int, tiles: int, held_elems: int, elem: int, spec: S
 
 def output_held(wl: Workload, op: Operator, c: Candidate) -> Held:
     """Where the GEMM leaves its output (as `ipuopt gen` does)."""
-    return Held.of([(p.tile, p.box) for p in output_pieces(wl, op, c, 0)])
+    return Held.of(output_pieces(wl, op, c, 0))
 
 
 def input_held(wl: Workload, tensor: str, spec: Spec) -> Held:
     """Where a graph input arrives (as `ipuopt gen` assumes: split by rows over the first tiles)."""
-    return Held.of([(p.tile, p.box) for p in default_input_layout(wl, spec, tensor, SpmdAllocator(spec), 0)])
+    return Held.of(default_input_layout(wl, spec, tensor, SpmdAllocator(spec), 0))
 
 
 def own_exchange(wl: Workload, op: Operator, c: Candidate, spec: Spec, grain: Grain = None,
@@ -228,7 +263,7 @@ def own_exchange(wl: Workload, op: Operator, c: Candidate, spec: Spec, grain: Gr
     lay = c.layout
     batch, m, k, n = wl.gemm_dims(op)
     lat0 = spec.latency(0, 1)
-    mb, kb, nb = math.ceil(m / lay.rows), math.ceil(k / lay.parts), math.ceil(n / lay.cols)
+    kb, nb = math.ceil(k / lay.parts), math.ceil(n / lay.cols)
     bb = c.batches_per_group
 
     def work(nbytes: list[int], per: int) -> np.ndarray:
@@ -244,11 +279,19 @@ def own_exchange(wl: Workload, op: Operator, c: Candidate, spec: Spec, grain: Gr
         rx = int(work(nbytes, ex.rx_lead).sum())
         out["weights"] = max(tx + lat0, rx + ex.tx_overhead + lat0 - ex.rx_lead)
     if lay.parts > 1:
-        nbytes = [bb * (a1 - a0) * (b1 - b0) * PARTIAL_BYTES
-                  for a0, a1 in split(mb, lay.sub_a) for b0, b1 in split(nb, lay.sub_b)]
-        sends = work(nbytes, ex.tx_overhead)
-        tx = int(sends.sum() - sends.min())  # a partial sends every piece but the one it owns
-        rx = (lay.parts - 1) * int(work(nbytes, ex.rx_lead).max())
+        tx = rx = 0
+        # a piece pairs only from an aligned offset in its partial's block, so the widest
+        # block need not be the busiest: every block shape (two widths a dimension at most)
+        groups = {min(batch, bb), batch - (c.groups - 1) * bb}  # every group but the last holds bb
+        for bw, mw, nw in itertools.product(groups, widths(m, lay.rows), widths(n, lay.cols)):
+            nbytes = np.array([bw * (a1 - a0) * (b1 - b0) * PARTIAL_BYTES
+                               for a0, a1 in split(mw, lay.sub_a) for b0, b1 in split(nw, lay.sub_b)])
+            split_runs = (np.ones_like(nbytes), _aligned(np.cumsum(nbytes) - nbytes, grain, spec), nbytes,
+                          grain, spec)
+            sends = _runs_work(*split_runs, lambda w: ex.tx_overhead + fastest_of(w, spec), ex.tx_overhead)
+            tx = max(tx, int(sends.sum() - sends.min()))  # a partial sends every piece but its own
+            rx = max(rx, (lay.parts - 1) * int(_runs_work(
+                *split_runs, lambda w: ex.rx_lead + fastest_of(w, spec), ex.rx_lead).max()))
         out["reduction"] = max(tx + lat0, rx + ex.tx_overhead + lat0 - ex.rx_lead)
     return out
 

@@ -293,7 +293,7 @@ def _phase_price(moves: Moves, model: _BoundModel, g: str, i: int,
     op, c = _gemm(model, g, i)
     lanes = Lanes(spec, pairs=True)
     if wl.tensors[op.inputs[1].tensor].weight:
-        home = Held.of([(p.tile, p.box) for p in weight_home(wl, op, c, 0)])
+        home = Held.of(weight_home(wl, op, c, 0))
         move_lanes(home, operand_needs(wl, op, c, 1, 0), wl.elem_bytes, spec, grain, lanes)
     have = {t: INPUT_LAYOUT for _, t in cat.inputs(op)}
     for h, label in haves:
@@ -318,9 +318,10 @@ def _reduction_price(moves: Moves, model: _BoundModel, g: str, i: int) -> int:
 def reduction_lanes(cat: Catalogue, op: Operator, c: Candidate) -> Lanes:
     """The lane work of a reduction, tile pairs' transmit lanes included: every partial
     piece to its owner (`geometry.reduction_sends`), each stored whole on its partial and
-    received whole, so one run."""
-    src, dst, elems = reduction_sends(cat.wl, op, c)
-    return unicast_lanes(src, dst, elems * PARTIAL_BYTES, cat.spec, cat.grain, Lanes(cat.spec, pairs=True))
+    received whole, so one run, paired only from an aligned offset (each owner's slot is)."""
+    src, dst, elems, at = reduction_sends(cat.wl, op, c)
+    return unicast_lanes(src, dst, elems * PARTIAL_BYTES, cat.spec, cat.grain, Lanes(cat.spec, pairs=True),
+                         at * PARTIAL_BYTES)
 
 
 def _floor(t: _Terms, c: Cand, sync: int) -> int:

@@ -26,6 +26,12 @@ def nth(n: int, parts: int, i: int) -> Range:
     return lo, lo + q + (1 if i < r else 0)
 
 
+def widths(n: int, parts: int) -> set[int]:
+    """The sizes of `split(n, parts)`'s ranges (two at most)."""
+    q, r = divmod(n, parts)
+    return ({q + 1} if r else set()) | ({q} if r < parts else set())
+
+
 def volume(box: Box) -> int:
     v = 1
     for lo, hi in box:

@@ -13,6 +13,8 @@ number of bytes, a multiple of the word (runs cut every that many bytes from the
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ipuopt.errors import InputError
@@ -109,3 +111,37 @@ def lane_work(runs: np.ndarray, run_bytes: np.ndarray, grain: Grain, cost, word_
     whole, rest = np.divmod(run_bytes, grain)
     tail = np.where(rest > 0, cost(np.maximum(-(-rest // word_bytes), 1)), 0)
     return runs * (whole * cost(np.full_like(run_bytes, grain // word_bytes)) + tail)
+
+
+def paired_runs(lo: np.ndarray, hi: np.ndarray, src: tuple[np.ndarray, np.ndarray, np.ndarray],
+                dst: tuple[np.ndarray, np.ndarray, np.ndarray], elem: int, grain: Grain,
+                align: int) -> np.ndarray:
+    """Of `runs_of`'s runs, how many start at a multiple of `align` bytes in both buffers:
+    the ones that may be paired. `src`, `dst`: (lo, hi, start) of the buffers, arrays that
+    broadcast, start being the box's byte address modulo `align` (a buffer starts at a
+    multiple of it under any placement, so this is the box's offset in its buffer). Cut at a
+    grain, a run's fragments start where it does plus multiples of the grain: with a grain
+    that is not a multiple of `align`, every run counts (no smaller than the truth)."""
+    if grain not in (None, BOX) and int(grain) % align:  # type: ignore[call-overload]
+        return runs_of(lo, hi, src[:2], dst[:2], elem, grain)[0]
+    q = align // math.gcd(align, elem)  # element offsets matter modulo q
+    if grain == BOX:
+        level = np.zeros(len(lo), dtype=np.int64)  # one run, at the box's first element
+    else:  # as `runs_of`: runs start along the outer dimensions not merged into them
+        full = np.all([(lo == b_lo) & (hi == b_hi) for b_lo, b_hi, _ in (src, dst)], axis=0)
+        level = np.where(~full[:, 2], 2, np.where(~full[:, 1], 1, 0))
+    res = np.arange(q, dtype=np.int64)
+
+    def starts(d: int) -> np.ndarray:  # (n, q): indices along d where runs start, by residue
+        top = np.where(level > d, hi[:, d], lo[:, d] + 1)[:, None]
+        return (top - 1 - res) // q - (lo[:, d, None] - 1 - res) // q
+
+    ok = np.ones((len(lo), q, q), dtype=bool)  # (box, residue along 0, residue along 1)
+    for b_lo, b_hi, start in (src, dst):
+        ext = np.broadcast_to(b_hi - b_lo, lo.shape)
+        first = np.broadcast_to(b_lo, lo.shape)
+        off = ((res[None, :, None] - first[:, 0, None, None]) * ext[:, 1, None, None]
+               + res[None, None, :] - first[:, 1, None, None]) * ext[:, 2, None, None] \
+            + (lo[:, 2] - first[:, 2])[:, None, None]
+        ok &= (np.broadcast_to(start, lo.shape[:1])[:, None, None] + off * elem) % align == 0
+    return np.einsum("na,nb,nab->n", starts(0), starts(1), ok.astype(np.int64))

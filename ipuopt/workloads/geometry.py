@@ -133,10 +133,10 @@ def reduction_routes(wl: Workload, op: Operator, cand: Candidate, part_addr: int
 
 
 def reduction_sends(wl: Workload, op: Operator, cand: Candidate
-                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(partial's tile, owner's tile, elements) of every piece a reduction sends, as
-    `reduction_routes` routes them (empty pieces left out), in numpy: for pricing, which
-    needs no boxes."""
+                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(partial's tile, owner's tile, elements, element offset in the partial's block) of every
+    piece a reduction sends, as `reduction_routes` routes them (empty pieces left out), in
+    numpy: for pricing, which needs no boxes."""
     bsplit, msplit, _, nsplit = splits(wl, op, cand)
     lay = cand.layout
     parts, rows, cols = lay.parts, len(msplit), len(nsplit)
@@ -151,9 +151,10 @@ def reduction_sends(wl: Workload, op: Operator, cand: Candidate
            * sizes(nsplit, lay.sub_b)[None, None, :, None, :]).reshape(len(bsplit), rows, cols, -1)
     g, r, c, owner, p = np.meshgrid(np.arange(len(bsplit)), np.arange(rows), np.arange(cols),
                                     np.arange(vol.shape[3]), np.arange(parts), indexing="ij")
+    at = np.cumsum(vol, axis=3) - vol  # pieces stored owner by owner in each partial's block
     keep = (p != owner) & (vol[g, r, c, owner] > 0)
     g, r, c, owner, p = g[keep], r[keep], c[keep], owner[keep], p[keep]
-    return grid_tile(lay, g, r, c, p), grid_tile(lay, g, r, c, owner), vol[g, r, c, owner]
+    return grid_tile(lay, g, r, c, p), grid_tile(lay, g, r, c, owner), vol[g, r, c, owner], at[g, r, c, owner]
 
 
 def add_needs(out: list[Need], wl: Workload, view: View, vbox: Box, tiles: tuple[int, ...],
