@@ -267,3 +267,36 @@ def test_a_pricing_that_cannot_end_in_time_stops_at_once():
         build_problem(wl, spec, within=0.2, left=lambda: 1e-4)
     _, roomy = build_problem(wl, spec, within=0.2, left=lambda: 1e6)
     assert roomy["kept"]["pairs_priced"] > 64 and "partial" not in roomy["kept"]
+
+
+def test_regions_off_alignment_price_every_run_as_one_that_may_pair():
+    """Offsets in a buffer say whether its addresses are aligned only when every region starts
+    aligned; a region 4 bytes off must not make a price exceed the generated phase's load
+    bound (every run counts as one that may be paired)."""
+    from dataclasses import replace
+
+    wl, base = load_workload("mini-mlp"), load_spec("test64")
+    spec = replace(base, regions=tuple(replace(r, start=r.start + 4, size=r.size - 4) for r in base.regions))
+    rng = random.Random(3)
+    gemms = [op for op in wl.operators if op.kind == "gemm"]
+    pools = {op.name: enumerate_candidates(wl, op, spec) for op in gemms}
+    checked = 0
+    for _ in range(4):
+        gen = generate(wl, spec, {name: rng.choice(pool).layout for name, pool in pools.items()}, None)
+        first = {gp.phase.name.split("-")[0]: gp for gp in gen.phases
+                 if not gp.phase.name.endswith("reduction")}
+        for op in gemms:
+            gp, cand = first[op.name], gen.layouts[op.name]
+            carried = {t: d.tensor for d in gp.deliveries for t in d.transfers}
+            own = pricing.own_exchange(wl, op, cand, spec, None)
+            red = [gp2.phase.transfers for gp2 in gen.phases if gp2.phase.name == f"{op.name}-reduction"]
+            assert not red or own["reduction"] <= lanes_bound(red[0], spec)
+            view = op.inputs[0]
+            if wl.tensors[view.tensor].weight:
+                continue
+            mine = [t for t in gp.phase.transfers if carried[t.id] == view.tensor]
+            priced = pricing.move_bound(_source(wl, gen, view.tensor), operand_needs(wl, op, cand, 0, 0),
+                                        wl.elem_bytes, spec, None)
+            assert priced <= lanes_bound(mine, spec)
+            checked += 1
+    assert checked >= 4

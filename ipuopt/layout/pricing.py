@@ -173,6 +173,8 @@ def move_lanes(held: Held, needs: list[Need], elem: int, spec: Spec, grain: Grai
                                   elem, grain)
         paired = paired_runs(ilo[n, p], ihi[n, p], (held.lo[p], held.hi[p], held.addr[p]),
                              (nlo[n], nhi[n], naddr[n]), elem, grain, ex.paired_alignment)
+        if not _regions_aligned(spec):
+            paired = runs.copy()
         paired[partners(spec)[held.tiles[p]] < 0] = 0  # a tile without a partner sends ordinary
         split_runs = (runs, paired, run_bytes, grain, spec)
         tx_work = _runs_work(*split_runs, lambda w: ex.tx_overhead + fastest_of(w, spec), ex.tx_overhead)
@@ -209,9 +211,16 @@ def _aligned(offset: np.ndarray, grain: Grain, spec: Spec) -> np.ndarray:
     may be paired: aligned, or cut at a grain that is not a multiple of the alignment (then
     some of its fragments may be, and all count, as `paired_runs` counts them)."""
     align = spec.exchange.paired_alignment
-    if grain not in (None, BOX) and int(grain) % align:  # type: ignore[call-overload]
+    if grain not in (None, BOX) and int(grain) % align or not _regions_aligned(spec):  # type: ignore[call-overload]
         return np.ones_like(offset)
     return (offset % align == 0).astype(np.int64)
+
+
+def _regions_aligned(spec: Spec) -> bool:
+    """Every region starts at a multiple of the paired alignment, so a buffer's start is one
+    wherever it is placed, and an offset in it says whether an address is (else offsets say
+    nothing, and every run counts as one that may be paired)."""
+    return all(r.start % spec.exchange.paired_alignment == 0 for r in spec.regions)
 
 
 def unicast_lanes(src: np.ndarray, dst: np.ndarray, nbytes: np.ndarray, spec: Spec, grain: Grain,
