@@ -130,9 +130,6 @@ class Lanes:
         self.pair = np.zeros(spec.tiles, dtype=np.int64) if pairs else None
         self.partner = partners(spec) if pairs else None
 
-    def ds(self, words: np.ndarray) -> np.ndarray:
-        return fastest_of(words, self.spec)
-
     def bound(self) -> int:
         ex = self.spec.exchange
         lat0 = self.spec.latency(0, 1)
@@ -172,9 +169,8 @@ def move_lanes(held: Held, needs: list[Need], elem: int, spec: Spec, grain: Grai
         runs, run_bytes = runs_of(ilo[n, p], ihi[n, p], (held.lo[p], held.hi[p]), (nlo[n], nhi[n]),
                                   elem, grain)
         paired = paired_runs(ilo[n, p], ihi[n, p], (held.lo[p], held.hi[p], held.addr[p]),
-                             (nlo[n], nhi[n], naddr[n]), elem, grain, ex.paired_alignment)
-        if not _regions_aligned(spec):
-            paired = runs.copy()
+                             (nlo[n], nhi[n], naddr[n]), elem, grain, ex.paired_alignment
+                             ) if _regions_aligned(spec) else runs.copy()
         paired[partners(spec)[held.tiles[p]] < 0] = 0  # a tile without a partner sends ordinary
         split_runs = (runs, paired, run_bytes, grain, spec)
         tx_work = _runs_work(*split_runs, lambda w: ex.tx_overhead + fastest_of(w, spec), ex.tx_overhead)
