@@ -186,16 +186,19 @@ def test_element_bound_counts_the_gaps_between_small_transfers_and_stays_below_t
 
 
 @pytest.mark.parametrize("elem", [1, 2, 4])
-def test_paired_runs_count_the_fragments_that_start_aligned_at_both_ends(elem):
+def test_paired_runs_count_the_fragments_that_start_aligned_at_both_ends(elem, monkeypatch):
     """`paired_runs` (in closed form, for prices) against `fragments` (every fragment built):
     random boxes in random buffers whose starts are off alignment by random bytes, at every
-    kind of grain; with a grain that is not a multiple of the alignment every run counts."""
+    kind of grain; with a grain that is not a multiple of the alignment every run counts. All
+    boxes at once, in chunks, count as each alone."""
     import random
 
+    from ipuopt.workloads import fragments as module
     from ipuopt.workloads.fragments import fragments, paired_runs, runs_of
 
     rng = random.Random(elem)
     counted = some = not_all = 0
+    rows: dict = {}  # grain -> (arrays of each box, its count alone)
     for _ in range(1500):
         outer = [tuple((a, a + rng.randint(1, 9)) for a in (rng.randint(0, 3) for _ in range(3)))
                  for _ in range(2)]
@@ -212,6 +215,7 @@ def test_paired_runs_count_the_fragments_that_start_aligned_at_both_ends(elem):
         arr = [np.array([[r[i] for r in b]]) for b in (box, *outer) for i in (0, 1)]
         ends = [(arr[2 + 2 * k], arr[3 + 2 * k], np.array([starts[k]])) for k in (0, 1)]
         got = int(paired_runs(arr[0], arr[1], *ends, elem, grain, 8)[0])
+        rows.setdefault(grain, []).append(([arr[0], arr[1], *(x for e in ends for x in e)], got))
         runs, run_bytes = runs_of(arr[0], arr[1], ends[0][:2], ends[1][:2], elem, grain)
         if grain in (None, "box"):
             assert got == want
@@ -223,3 +227,8 @@ def test_paired_runs_count_the_fragments_that_start_aligned_at_both_ends(elem):
         some += want > 0
         not_all += want < len(src)
     assert counted >= 600 and some >= 25 and not_all >= 300, (counted, some, not_all)
+    monkeypatch.setattr(module, "_CHUNK", 7)
+    for grain, found in rows.items():
+        a = [np.concatenate(col) for col in zip(*(r for r, _ in found), strict=True)]
+        together = paired_runs(a[0], a[1], tuple(a[2:5]), tuple(a[5:8]), elem, grain, 8)
+        assert together.tolist() == [g for _, g in found]

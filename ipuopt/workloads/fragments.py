@@ -131,17 +131,32 @@ def paired_runs(lo: np.ndarray, hi: np.ndarray, src: tuple[np.ndarray, np.ndarra
         full = np.all([(lo == b_lo) & (hi == b_hi) for b_lo, b_hi, _ in (src, dst)], axis=0)
         level = np.where(~full[:, 2], 2, np.where(~full[:, 1], 1, 0))
     res = np.arange(q, dtype=np.int64)
+    # a run at index (i0, i1, lo2) starts at byte a0 * i0 + a1 * i1 + c of each buffer: all
+    # that matters is modulo `align`, so the (box, residue, residue) tables stay small
+    coef = []
+    for b_lo, b_hi, start in (src, dst):
+        ext = np.broadcast_to(b_hi - b_lo, lo.shape)
+        first = np.broadcast_to(b_lo, lo.shape)
+        a1 = ext[:, 2] * elem
+        a0 = ext[:, 1] * a1
+        c = np.broadcast_to(start, lo.shape[:1]) + (lo[:, 2] - first[:, 2]) * elem - first[:, 0] * a0 \
+            - first[:, 1] * a1
+        coef.append([(v % align).astype(np.int32) for v in (a0, a1, c)])
 
     def starts(d: int) -> np.ndarray:  # (n, q): indices along d where runs start, by residue
         top = np.where(level > d, hi[:, d], lo[:, d] + 1)[:, None]
         return (top - 1 - res) // q - (lo[:, d, None] - 1 - res) // q
 
-    ok = np.ones((len(lo), q, q), dtype=bool)  # (box, residue along 0, residue along 1)
-    for b_lo, b_hi, start in (src, dst):
-        ext = np.broadcast_to(b_hi - b_lo, lo.shape)
-        first = np.broadcast_to(b_lo, lo.shape)
-        off = ((res[None, :, None] - first[:, 0, None, None]) * ext[:, 1, None, None]
-               + res[None, None, :] - first[:, 1, None, None]) * ext[:, 2, None, None] \
-            + (lo[:, 2] - first[:, 2])[:, None, None]
-        ok &= (np.broadcast_to(start, lo.shape[:1])[:, None, None] + off * elem) % align == 0
-    return np.einsum("na,nb,nab->n", starts(0), starts(1), ok.astype(np.int64))
+    along0, along1 = starts(0), starts(1)
+    out = np.empty(len(lo), dtype=np.int64)
+    for at in range(0, len(lo), _CHUNK):
+        part = slice(at, at + _CHUNK)
+        ok = np.ones((len(along0[part]), q, q), dtype=bool)  # (box, residue along 0, along 1)
+        for a0, a1, c in coef:
+            ok &= (a0[part, None, None] * res[None, :, None] + a1[part, None, None] * res[None, None, :]
+                   + c[part, None, None]) % align == 0
+        out[part] = np.einsum("na,nb,nab->n", along0[part], along1[part], ok.astype(np.int64))
+    return out
+
+
+_CHUNK = 1 << 16  # boxes at a time: bounds the tables' memory on phases of millions of runs
