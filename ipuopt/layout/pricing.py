@@ -27,7 +27,7 @@ from ipuopt.exchange.timing import payload_cycles
 from ipuopt.spec import Spec
 from ipuopt.workloads.allocation import SpmdAllocator
 from ipuopt.workloads.boxes import Range, nth, split, volume, widths
-from ipuopt.workloads.fragments import BOX, Grain, lane_work, paired_runs, runs_of
+from ipuopt.workloads.fragments import Grain, cuts_keep_alignment, lane_work, paired_runs, runs_of
 from ipuopt.workloads.gemm import PARTIAL_BYTES, Candidate, GemmLayout
 from ipuopt.workloads.geometry import default_input_layout, grid_tile, operand_needs, output_pieces
 from ipuopt.workloads.records import Need, Piece
@@ -207,7 +207,7 @@ def _aligned(offset: np.ndarray, grain: Grain, spec: Spec) -> np.ndarray:
     may be paired: aligned, or cut at a grain that is not a multiple of the alignment (then
     some of its fragments may be, and all count, as `paired_runs` counts them)."""
     align = spec.exchange.paired_alignment
-    if grain not in (None, BOX) and int(grain) % align or not _regions_aligned(spec):  # type: ignore[call-overload]
+    if not (cuts_keep_alignment(grain, align) and _regions_aligned(spec)):
         return np.ones_like(offset)
     return (offset % align == 0).astype(np.int64)
 

@@ -113,6 +113,12 @@ def lane_work(runs: np.ndarray, run_bytes: np.ndarray, grain: Grain, cost, word_
     return runs * (whole * cost(np.full_like(run_bytes, grain // word_bytes)) + tail)
 
 
+def cuts_keep_alignment(grain: Grain, align: int) -> bool:
+    """Every fragment of a run starts as aligned as the run: no cuts, or cuts at a multiple of
+    `align`."""
+    return grain in (None, BOX) or int(grain) % align == 0  # type: ignore[call-overload]
+
+
 def paired_runs(lo: np.ndarray, hi: np.ndarray, src: tuple[np.ndarray, np.ndarray, np.ndarray],
                 dst: tuple[np.ndarray, np.ndarray, np.ndarray], elem: int, grain: Grain,
                 align: int) -> np.ndarray:
@@ -122,7 +128,7 @@ def paired_runs(lo: np.ndarray, hi: np.ndarray, src: tuple[np.ndarray, np.ndarra
     multiple of it under any placement, so this is the box's offset in its buffer). Cut at a
     grain, a run's fragments start where it does plus multiples of the grain: with a grain
     that is not a multiple of `align`, every run counts (no smaller than the truth)."""
-    if grain not in (None, BOX) and int(grain) % align:  # type: ignore[call-overload]
+    if not cuts_keep_alignment(grain, align):
         return runs_of(lo, hi, src[:2], dst[:2], elem, grain)[0]
     q = align // math.gcd(align, elem)  # element offsets matter modulo q
     if grain == BOX:
