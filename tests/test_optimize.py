@@ -38,6 +38,32 @@ def test_optimize_beats_or_matches_both_baselines_with_its_bound(tmp_path: Path)
     assert run_cli("optimize", "mini-mlp", "--k", "0").returncode == 2
 
 
+def _marked(mark: str) -> list[int]:
+    """Processes whose environment holds `mark`."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        try:
+            if proc.name.isdigit() and mark.encode() in (proc / "environ").read_bytes():
+                found.append(int(proc.name))
+        except OSError:  # ended meanwhile, or not ours to read
+            pass
+    return found
+
+
+def test_a_finished_command_leaves_no_process_behind(tmp_path: Path) -> None:
+    """The command ends with `os._exit` (no interpreter teardown, which took 14 s past a
+    time limit at fragment level): its local Dask cluster and helpers still end with it."""
+    mark = f"IPUOPT_TEST_MARK_{os.getpid()}_{time.time_ns()}"
+    r = run_cli("optimize", "mini-mlp", "--spec", "test64", "--grain", "box", "--k", "1", "--workers", "2",
+                "--time-limit", "15", "--out", str(tmp_path / "run.json"), "--quiet", env={mark: "1"})
+    assert r.returncode == 0, r.stderr
+    assert json.loads((tmp_path / "run.json").read_text())["optimize"]["cells"]["at_once"] == 2
+    deadline = time.monotonic() + 10  # helpers see their pipe close and end on their own
+    while _marked(mark) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert _marked(mark) == []
+
+
 def test_a_time_limit_too_short_returns_the_compilers_program(tmp_path: Path) -> None:
     out = tmp_path / "run.json"
     r = run_cli("optimize", "mini-mlp", "--spec", "test64", "--grain", "box", "--time-limit", "0.5",
