@@ -2,9 +2,12 @@
 
 specs/, solvers/ and models/ live at the top of the repository (users and docs name them
 there) and ship inside the package so a normal install finds them by name.
+
+The arena search's dive is also built in C (ipuopt/arena/_dive.c, the Python headers and a C
+compiler; optional: without them the numpy dive runs, the same search a hundred times slower).
 """
 
-from setuptools import find_packages, setup
+from setuptools import Extension, find_packages, setup
 
 DATA = {
     "ipuopt.data.specs": "specs",
@@ -19,4 +22,6 @@ setup(
     packages=find_packages(include=["ipuopt", "ipuopt.*"]) + list(DATA),
     package_dir=DATA,
     package_data={**{name: ["*.yaml", "*.json"] for name in DATA}, "ipuopt.render": ["*.js"]},
+    ext_modules=[Extension("ipuopt.arena._dive", ["ipuopt/arena/_dive.c"], optional=True,
+                           extra_compile_args=["-O2"])],
 )

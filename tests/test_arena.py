@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import json
 import random
+import time
 from pathlib import Path
 
 import pytest
 from conftest import DATA, run_cli
 
+from ipuopt.arena import search
 from ipuopt.arena.cpsat import grain
 from ipuopt.arena.greedy import best_fit, shift_baseline
 from ipuopt.arena.problem import Arena, Buffer, Conflict, arena_from_dict, load_csv
@@ -47,6 +49,46 @@ def test_search_cpsat_milp_agree_on_fit(seed: int) -> None:
     for offs in (s.solution, cp.solution.offsets, mi.solution.offsets):
         if offs is not None:
             assert validate_placement(arena, offs).ok
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_the_compiled_dive_decides_as_the_numpy_dive(seed: int) -> None:
+    """Same answer, same status, same node count: every decision alike (ties included)."""
+    rng = random.Random(seed)
+    arena = random_arena(1000 + seed, n=rng.randint(3, 24), tight=seed % 3 > 0)
+    if seed % 5 == 0:  # below the peak of live bytes: exhausted, nothing fits
+        arena = Arena(arena.buffers, arena.capacity - 8, 16)
+    assert search._compiled is not None, "the package was built without its compiled dive"
+    runs = [search_fit(arena, time_limit=30, compiled=c) for c in (False, True)]
+    numpy, compiled = ((r.status, r.solution, r.extras["nodes"]) for r in runs)
+    assert numpy == compiled
+    assert runs[1].status != Status.UNKNOWN
+    assert runs[1].solution is None or validate_placement(arena, runs[1].solution).ok
+
+
+@pytest.mark.parametrize("name", ["A", "I", "K"])
+def test_the_compiled_dive_decides_as_the_numpy_dive_on_minimalloc(name: str) -> None:
+    """A few thousand nodes of one dive per rank order and value rule on the challenging
+    instances (splits into parts, raised skylines, failed states): the same nodes."""
+    arena = load_csv(DATA / "minimalloc" / f"{name}.1048576.csv", 1048576)
+    sh = search._shape(arena, arena.capacity)
+    for order, longest, sweep in (("WAT", False, True), ("TAW", True, True), ("TWA", False, False)):
+        rank = search._rank(order, sh.size, sh.width, sh.max_total, sh.area)
+        dives = [kind(sh, rank, 1500, lambda: False, longest, sweep)
+                 for kind in (search._Dive, search._CompiledDive)]
+        (found, exhausted), (found_c, exhausted_c) = (d.run() for d in dives)
+        assert dives[0].nodes == dives[1].nodes and exhausted == exhausted_c
+        assert (found is None and found_c is None) or (found == found_c).all()
+
+
+def test_the_compiled_dive_stops_when_told_and_at_its_time_limit() -> None:
+    """K, which the search does not place: a stop heard at once, a time limit kept."""
+    arena = load_csv(DATA / "minimalloc" / "K.1048576.csv", 1048576)
+    res = search_fit(arena, time_limit=60, stop=lambda: True)
+    assert res.status == Status.UNKNOWN and res.extras["nodes"] == 128  # first asked at node 128
+    t0 = time.perf_counter()
+    res = search_fit(arena, time_limit=1.0)
+    assert res.status == Status.UNKNOWN and time.perf_counter() - t0 < 2.0
 
 
 @pytest.mark.parametrize("seed", range(8))

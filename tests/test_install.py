@@ -13,7 +13,7 @@ from pathlib import Path
 from conftest import DATA, ROOT
 
 _SKIP = shutil.ignore_patterns(".venv", ".git", "build", "*.egg-info", "__pycache__", ".pytest_cache",
-                               ".ruff_cache", ".hypothesis", "tests", "benchmarks")
+                               ".ruff_cache", ".hypothesis", "tests", "benchmarks", "*.so")
 
 
 def _run(args: list[str], cwd: Path) -> subprocess.CompletedProcess:
@@ -82,3 +82,6 @@ def test_wheel_installs_and_every_command_runs_elsewhere(tmp_path: Path) -> None
     horizon, where = r.stdout.split()
     assert r.returncode == 0 and horizon == "130", r.stderr
     assert Path(where).is_relative_to(venv), where  # the wheel's copy, not the checkout
+    r = _run([str(venv / "bin" / "python"), "-c", "from ipuopt.arena import search; "
+              "print(search._compiled.__file__)"], work)  # the arena search's dive, built by the wheel
+    assert r.returncode == 0 and Path(r.stdout.strip()).is_relative_to(venv), r.stderr

@@ -21,8 +21,9 @@ Ideas from MiniMalloc (Moffitt, ASPLOS 2023) and from perfect-packing search:
   perturbations of them under a doubling node limit take turns, node for node,
   with short random restarts.
 
-The branching choice is made with numpy reductions over (section, buffer) pairs;
-a node costs about 0.1 to 0.3 ms. CP-SAT, counting addresses in the size gcd,
+A dive runs compiled (`_dive.c`, the same decisions node for node) where the package was
+built with a C compiler, else in numpy, where the branching choice is made with reductions
+over (section, buffer) pairs and a node costs about 0.1 to 0.3 ms. CP-SAT, counting addresses in the size gcd,
 succeeds where this search does not (MiniMalloc K) and fails where it succeeds
 (A, I), so `solve.place` races the two.
 """
@@ -39,6 +40,11 @@ import numpy as np
 from ipuopt.arena.problem import Arena
 from ipuopt.params import DEFAULT_TIME_LIMIT
 from ipuopt.result import Result, Status
+
+try:
+    from ipuopt.arena import _dive as _compiled
+except ImportError:  # built without a C compiler: the numpy dive, the same search but slower
+    _compiled = None
 
 _BIG = np.int64(1) << 62
 
@@ -83,6 +89,7 @@ class _Shape:
     align: np.ndarray
     total: np.ndarray  # bytes live per section
     overlaps: list[np.ndarray]  # items live at the same time as each item
+    ov_csr: tuple[np.ndarray, np.ndarray]  # the same, as (starts, items) for the compiled dive
     sections: tuple  # (section, item) pairs by section and by item, for numpy reductions
     fixed: dict[int, int]
     cap: int
@@ -122,7 +129,9 @@ def _shape(arena: Arena, cap: int) -> _Shape:
     sections = (pair_sec[by_sec], pair_buf[by_sec], starts[covered], np.nonzero(covered)[0],
                 pair_sec, np.concatenate([[0], np.cumsum(width)[:-1]]).astype(np.int64))
     fixed = {ids.index(b.id): b.offset for b in arena.buffers if b.offset is not None and b.id in ids}
-    return _Shape(ids, roots, size, lo, hi, align, total, overlaps, sections, fixed, cap, width,
+    ov_csr = (np.concatenate([[0], np.cumsum([len(o) for o in overlaps])]).astype(np.int64),
+              np.concatenate([*overlaps, np.zeros(0, np.int64)]).astype(np.int64))
+    return _Shape(ids, roots, size, lo, hi, align, total, overlaps, ov_csr, sections, fixed, cap, width,
                   size * (end - first), max_total)
 
 
@@ -167,14 +176,15 @@ def _plans(sh: _Shape, orders: tuple[str, ...], seed: int) -> Iterator[tuple[np.
 
 def search_fit(arena: Arena, capacity: int | None = None, time_limit: float = DEFAULT_TIME_LIMIT,
                orders: tuple[str, ...] = RANKS, stop: Callable[[], bool] | None = None,
-               seed: int = 0) -> Result:
+               seed: int = 0, compiled: bool = True) -> Result:
     """Offsets within `capacity` (default: the arena's) honouring sizes, live ranges,
     alignment, aliases and fixed offsets. `distinct_elements_from` is not searched on:
     callers validate and fall back to CP-SAT. `stop` returning True ends the search early.
 
     Status `feasible` with the offsets, `infeasible` when the tree was exhausted (nothing
     fits, for the reserved hulls the search places), `unknown` when a limit ended it;
-    `extras["nodes"]` counts the nodes."""
+    `extras["nodes"]` counts the nodes. `compiled` False runs the numpy dive even where the
+    compiled one was built (they decide alike; tests compare them)."""
     t0 = time.perf_counter()
     sh = _shape(arena, arena.capacity if capacity is None else capacity)
     deadline = t0 + time_limit
@@ -193,7 +203,8 @@ def search_fit(arena: Arena, capacity: int | None = None, time_limit: float = DE
     sys.setrecursionlimit(max(sys_limit, 20 * (sh.n + sh.nsec) + 1000))
     try:
         for rank, longest, sweep, limit in _plans(sh, orders, seed):
-            dive = _Dive(sh, rank, limit, expired, longest, sweep)
+            dive = (_Dive if _compiled is None or not compiled else _CompiledDive)(
+                sh, rank, limit, expired, longest, sweep)
             found, exhausted = dive.run()
             nodes += dive.nodes
             if found is not None:
@@ -208,6 +219,33 @@ def search_fit(arena: Arena, capacity: int | None = None, time_limit: float = DE
     finally:
         sys.setrecursionlimit(sys_limit)
     raise AssertionError("the plans never end")
+
+
+class _CompiledDive:
+    """`_Dive` in C (`_dive.c`): the same decisions, node for node."""
+
+    def __init__(self, sh: _Shape, rank: np.ndarray, node_limit: int, expired: Callable[[], bool],
+                 longest: bool, sweep: bool) -> None:
+        self.sh, self.rank, self.node_limit, self.expired = sh, rank, node_limit, expired
+        self.longest, self.sweep = longest, sweep
+        self.nodes = 0
+
+    def run(self) -> tuple[np.ndarray | None, bool]:
+        """(offsets or None, exhausted without hitting a limit)."""
+        sh = self.sh
+        by_rank = np.argsort(self.rank, kind="stable")
+        secs = np.concatenate([np.arange(sh.lo[i], sh.hi[i]) for i in by_rank]) if sh.n else np.zeros(0, int)
+        items = np.repeat(by_rank, sh.width[by_rank])
+        order = np.argsort(secs, kind="stable")  # by section, rank order within
+        cv_start = np.searchsorted(secs[order], np.arange(sh.nsec + 1)).astype(np.int64)
+        fixed = np.array(list(sh.fixed.items()), dtype=np.int64).reshape(-1, 2)
+        out = np.full(sh.n, -1, dtype=np.int64)
+        arrays = [np.ascontiguousarray(a, dtype=np.int64) for a in (
+            sh.size, sh.lo, sh.hi, sh.align, sh.total, *sh.ov_csr, cv_start, items[order],
+            fixed[:, 0], fixed[:, 1])]
+        status, self.nodes = _compiled.dive(*arrays, int(sh.cap), int(self.node_limit), self.longest,
+                                            self.sweep, self.expired, out)
+        return (out if status == 0 else None), status == 1
 
 
 class _Dive:

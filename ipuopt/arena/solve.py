@@ -96,7 +96,9 @@ class _CpsatRun:
         self.status = Status.UNKNOWN
         self.offsets: dict[str, int] | None = None
         self.decisive = threading.Event()  # set on a proof: optimal (or found, for fit) or infeasible
-        self.cancelled = threading.Event()
+        self.cancelled = False
+        self.solving = False
+        self.lock = threading.Lock()  # cancelled or solving: one or the other, never both
         self.thread: threading.Thread | None = None
 
     def run(self) -> None:
@@ -104,13 +106,15 @@ class _CpsatRun:
         from ipuopt.backends import cpsat
 
         run = self.owner
-        if self.cancelled.is_set():
+        if self.cancelled:
             return
         model = ArenaModel(run.arena, run.objective)
         model.hint(run.hint())
         self.solver = cpsat.new_solver(self.params, run.remaining(), self.wall_clock)
-        if self.cancelled.is_set():
-            return
+        with self.lock:
+            if self.cancelled:
+                return
+            self.solving = True
         self.status = cpsat.STATUS.get(cpsat.solve(model.model, self.solver), Status.UNKNOWN)
         if self.status in (Status.OPTIMAL, Status.FEASIBLE):
             self.offsets = model.read(self.solver)
@@ -123,10 +127,15 @@ class _CpsatRun:
             self.thread.start()
 
     def finish(self, stop: bool) -> None:
-        """Wait for the thread; with `stop`, end its search first. CP-SAT ignores a stop
-        that arrives before its solve has begun, hence the repeated request."""
+        """Wait for the thread; with `stop`, end its search first. A thread still importing
+        OR-Tools or building the model is not waited for (it returns before solving: the
+        search's answer need not wait the import's 0.3 s); CP-SAT ignores a stop that arrives
+        before its solve has begun, hence the repeated request."""
         if stop:
-            self.cancelled.set()
+            with self.lock:
+                self.cancelled = True
+                if not self.solving:
+                    return
         while self.thread is not None and self.thread.is_alive():
             if stop and self.solver is not None:
                 self.solver.stop_search()
