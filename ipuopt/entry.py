@@ -12,6 +12,9 @@ import sys
 
 
 def main() -> None:
+    # numpy's BLAS threads spin on the other core after a matrix operation, where the solvers
+    # race (the arena search beside CP-SAT) or a Dask worker runs: ipuopt's parallelism is its own
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     try:
         from ipuopt.cli import main as cli_main
     except KeyboardInterrupt:

@@ -1,8 +1,9 @@
 /* One dive of the arena's exact search (ipuopt/arena/search.py), compiled.
 
-   The same depth-first search as search._Dive, decision for decision: the same branching
-   section, the same placements in the same order, the same node count, so a dive here and
-   there give the same answer (tests/test_arena_search.py compares them). Written in C
+   The same depth-first searches as search._Dive (skyline branching, `dfs`; buffer branching,
+   `dfs_buffers`), decision for decision: the same placements in the same order, the same
+   node count, so a dive here and there give the same answer (tests/test_arena.py compares
+   them). Written in C
    because the search's nodes cost 0.1-0.3 ms in numpy, about a hundred times this.
 
    The GIL is released while the dive runs and taken back (every 128 nodes, at most every
@@ -34,9 +35,11 @@ typedef struct {
     Py_ssize_t n, nsec;
     const i64 *size, *lo, *hi, *align;
     const i64 *ov_start, *ov_idx;  /* items live at the same time as each item (CSR) */
-    const i64 *cv_start, *cv_idx;  /* items live in each section, in rank order (CSR) */
+    const i64 *cv_start, *cv_idx;  /* items live in each section (CSR) */
     i64 cap, node_limit;
     int longest, sweep;
+    const i64 *rank;  /* each item's place in the dive's order */
+    int buffers;      /* buffer branching (dfs_buffers), else skyline branching */
     PyObject *expired;
     /* the state */
     i64 *offset, *min_off, *floor, *total;
@@ -265,14 +268,18 @@ static int branch_point(Dive *d, const i64 *cand, Py_ssize_t nc, i64 *out_s, i64
         if (d->hi[i] > s_hi) s_hi = d->hi[i];
         if (d->size[i] < smallest) smallest = d->size[i];
     }
+    /* the lowest spot of the unplaced items live in each section: from the candidates alone
+       (the other unplaced items are in parts that share no time with them), each over its
+       sections, which costs less than every section's items as the dive goes deeper */
+    for (i64 s = s_lo; s < s_hi; s++) eff[s] = BIG;
+    for (Py_ssize_t k = 0; k < nc; k++) {
+        i64 j = cand[k], m = d->min_off[j];
+        for (i64 s = d->lo[j]; s < d->hi[j]; s++)
+            if (m < eff[s]) eff[s] = m;
+    }
     i64 f = BIG;
     for (i64 s = s_lo; s < s_hi; s++) {
-        i64 low = BIG;
-        for (i64 k = d->cv_start[s]; k < d->cv_start[s + 1]; k++) {
-            i64 j = d->cv_idx[k];
-            if (d->unplaced[j] && d->min_off[j] < low) low = d->min_off[j];
-        }
-        eff[s] = d->floor[s] > low ? d->floor[s] : low;
+        if (d->floor[s] > eff[s]) eff[s] = d->floor[s];
         if (d->total[s] > 0) {
             if (eff[s] + d->total[s] > d->cap) return 0;
             if (eff[s] < f) f = eff[s];
@@ -321,7 +328,7 @@ static int branch_point(Dive *d, const i64 *cand, Py_ssize_t nc, i64 *out_s, i64
         if (d->unplaced[j] && d->pos[j] - f < d->align[j]) {
             opts[m].item = j;
             opts[m].off = d->pos[j];
-            opts[m].order = m;
+            opts[m].order = d->rank[j];  /* ties: rank order, as the numpy dive lists them */
             m++;
         }
     }
@@ -343,29 +350,15 @@ static int branch_point(Dive *d, const i64 *cand, Py_ssize_t nc, i64 *out_s, i64
     return 1;
 }
 
-/* A stable sort of `idx` by lo (insertion sort: groups are small after the first split,
-   and the first call's members come in index order). */
-static void sort_by_lo(const i64 *lo, i64 *idx, Py_ssize_t m) {
-    for (Py_ssize_t a = 1; a < m; a++) {
-        i64 v = idx[a];
-        Py_ssize_t b = a;
-        while (b > 0 && lo[idx[b - 1]] > lo[v]) {
-            idx[b] = idx[b - 1];
-            b--;
-        }
-        idx[b] = v;
-    }
-}
+static int dfs(Dive *d, const i64 *members, Py_ssize_t nm, i64 min_offset, i64 min_rank);
 
-static int dfs(Dive *d, const i64 *members, Py_ssize_t nm);
-
-/* The unplaced `members` into `cand` (their count), and `by` the same sorted by start. */
-static Py_ssize_t candidates(const Dive *d, const i64 *members, Py_ssize_t nm, i64 *cand, i64 *by) {
+/* The unplaced `members` into `cand`, their count. Members come sorted by start (the first
+   by py_dive, parts as runs of that order), and so do the candidates: the numpy dive sorts
+   them at every split, which orders the parts alike (items of one start share a part). */
+static Py_ssize_t candidates(const Dive *d, const i64 *members, Py_ssize_t nm, i64 *cand) {
     Py_ssize_t nc = 0;
     for (Py_ssize_t k = 0; k < nm; k++)
         if (d->unplaced[members[k]]) cand[nc++] = members[k];
-    memcpy(by, cand, (size_t)nc * sizeof(i64));
-    sort_by_lo(d->lo, by, nc);
     return nc;
 }
 
@@ -381,7 +374,7 @@ static int by_parts(Dive *d, const i64 *by, Py_ssize_t nc) {
     end = d->hi[by[0]];
     for (k = 1; k <= nc; k++) {
         if (k == nc || d->lo[by[k]] >= end) {
-            int r = dfs(d, by + start, k - start);
+            int r = dfs(d, by + start, k - start, 0, -1);
             if (r < 0) return r;
             if (!r) {
                 rollback(d, mark);
@@ -396,10 +389,9 @@ static int by_parts(Dive *d, const i64 *by, Py_ssize_t nc) {
 
 /* search._Dive.dfs */
 static int dfs_skyline(Dive *d, const i64 *members, Py_ssize_t nm, i64 *cand, Option *opts) {
-    i64 *by = cand + nm;
-    Py_ssize_t nc = candidates(d, members, nm, cand, by);
+    Py_ssize_t nc = candidates(d, members, nm, cand);
     if (nc == 0) return 1;
-    int split = by_parts(d, by, nc);
+    int split = by_parts(d, cand, nc);
     if (split != 2) return split;
     uint64_t h1, h2;
     state_hash(d, &h1, &h2);
@@ -408,7 +400,7 @@ static int dfs_skyline(Dive *d, const i64 *members, Py_ssize_t nm, i64 *cand, Op
     int waste;
     Py_ssize_t nopt;
     if (branch_point(d, cand, nc, &s, &level, &waste, opts, &nopt)) {
-        i64 *shapes = by + nc;  /* an item of each shape tried: equal items are interchangeable */
+        i64 *shapes = cand + nc;  /* an item of each shape tried: equal items are interchangeable */
         Py_ssize_t nshape = 0;
         for (Py_ssize_t k = 0; k < nopt; k++) {
             i64 i = opts[k].item, off = opts[k].off;
@@ -423,14 +415,14 @@ static int dfs_skyline(Dive *d, const i64 *members, Py_ssize_t nm, i64 *cand, Op
             if (off + d->size[i] > d->cap) continue;
             Py_ssize_t mark = d->log_len;
             if (place(d, i, off)) return -1;
-            int r = dfs(d, cand, nc);
+            int r = dfs(d, cand, nc, 0, -1);
             if (r) return r;
             rollback(d, mark);
         }
         if (waste) {
             Py_ssize_t mark = d->log_len;
             if (raise_floor(d, s, level)) return -1;
-            int r = dfs(d, cand, nc);
+            int r = dfs(d, cand, nc, 0, -1);
             if (r) return r;
             rollback(d, mark);
         }
@@ -439,25 +431,96 @@ static int dfs_skyline(Dive *d, const i64 *members, Py_ssize_t nm, i64 *cand, Op
     return 0;
 }
 
+static int by_offset_then_rank(const void *pa, const void *pb) {
+    const Option *a = pa, *b = pb;
+    if (a->off != b->off) return a->off < b->off ? -1 : 1;
+    return a->k3 < b->k3 ? -1 : a->k3 > b->k3;
+}
+
+/* search._Dive.dfs_buffers */
+static int dfs_buffers(Dive *d, const i64 *members, Py_ssize_t nm, i64 min_offset, i64 min_rank,
+                       i64 *cand, Option *opts) {
+    Py_ssize_t nc = candidates(d, members, nm, cand);
+    if (nc == 0) return 1;
+    int split = by_parts(d, cand, nc);
+    if (split != 2) return split;
+    i64 min_height = BIG, s_lo = BIG, s_hi = -1;
+    for (Py_ssize_t k = 0; k < nc; k++) {
+        i64 i = cand[k];
+        if (d->min_off[i] + d->size[i] < min_height) min_height = d->min_off[i] + d->size[i];
+        if (d->lo[i] < s_lo) s_lo = d->lo[i];
+        if (d->hi[i] > s_hi) s_hi = d->hi[i];
+    }
+    /* the items that may go next: in canonical order and below every item's lowest top (else
+       that one would go first); few, so they alone are sorted */
+    Py_ssize_t m = 0;
+    for (Py_ssize_t k = 0; k < nc; k++) {
+        i64 i = cand[k], off = d->min_off[i];
+        if (off < min_offset || (off == min_offset && d->rank[i] < min_rank) || off >= min_height ||
+            off + d->size[i] > d->cap)
+            continue;
+        opts[m].item = i;
+        opts[m].off = off;
+        opts[m].k3 = d->rank[i];
+        m++;
+    }
+    qsort(opts, (size_t)m, sizeof(Option), by_offset_then_rank);
+    for (Py_ssize_t k = 0; k < m; k++) {
+        i64 i = opts[k].item, off = opts[k].off;
+        Py_ssize_t mark = d->log_len;
+        if (place(d, i, off)) return -1;
+        /* every section's unplaced bytes fit above its skyline, this offset and the lowest
+           spot of its unplaced items: the last checked only until one item is low enough */
+        int ok = 1;
+        for (i64 s = s_lo; s < s_hi && ok; s++) {
+            if (d->total[s] == 0) continue;
+            i64 room = d->cap - d->total[s];
+            ok = d->floor[s] <= room && off <= room;
+            if (!ok) break;
+            ok = 0;
+            for (i64 q = d->cv_start[s]; q < d->cv_start[s + 1] && !ok; q++) {
+                i64 j = d->cv_idx[q];
+                ok = d->unplaced[j] && d->min_off[j] <= room;
+            }
+        }
+        if (ok) {
+            int r = dfs(d, cand, nc, off, d->rank[i]);
+            if (r) return r;
+        }
+        rollback(d, mark);
+    }
+    return 0;
+}
+
 /* 1 found, 0 not, -1 out of memory, -2 stopped (a limit, the caller's expired(), an error, or
    a dive deeper than max_depth: the C stack's share, as numpy's dive stops at Python's
    recursion limit) */
-static int dfs(Dive *d, const i64 *members, Py_ssize_t nm) {
+static int dfs(Dive *d, const i64 *members, Py_ssize_t nm, i64 min_offset, i64 min_rank) {
     d->nodes++;
     if (d->nodes > d->node_limit || d->depth >= d->max_depth ||
         ((d->nodes & 127) == 0 && expired(d))) {
         d->stopped = 1;
         return -2;
     }
-    i64 *cand = malloc((size_t)(3 * nm + 1) * sizeof(i64));  /* candidates, by start, shapes */
+    i64 *cand = malloc((size_t)(2 * nm + 1) * sizeof(i64));  /* candidates, then shapes */
     Option *opts = malloc((size_t)(d->n + 1) * sizeof(Option));
     int r = -1;
     d->depth++;
-    if (cand && opts) r = dfs_skyline(d, members, nm, cand, opts);
+    if (cand && opts)
+        r = d->buffers ? dfs_buffers(d, members, nm, min_offset, min_rank, cand, opts)
+                    : dfs_skyline(d, members, nm, cand, opts);
     d->depth--;
     free(cand);
     free(opts);
     return r;
+}
+
+static const i64 *lo_of;  /* for by_start: set under the GIL, one dive at a time */
+
+static int by_start(const void *pa, const void *pb) {
+    i64 a = *(const i64 *)pa, b = *(const i64 *)pb;
+    if (lo_of[a] != lo_of[b]) return lo_of[a] < lo_of[b] ? -1 : 1;
+    return a < b ? -1 : a > b;
 }
 
 static int get_buffer(PyObject *o, Py_buffer *b, Py_ssize_t want, const char *name) {
@@ -476,19 +539,20 @@ static int get_buffer(PyObject *o, Py_buffer *b, Py_ssize_t want, const char *na
 }
 
 /* dive(size, lo, hi, align, total, ov_start, ov_idx, cv_start, cv_idx, fixed_item, fixed_off,
-        cap, node_limit, longest, sweep, expired, offsets_out) -> (status, nodes)
+        cap, node_limit, longest, sweep, expired, offsets_out, rank, buffers) -> (status, nodes)
+   (`buffers`: buffer branching, `longest` and `sweep` unused)
    status 0: found (offsets_out holds them), 1: exhausted without a limit, 2: cut short. */
 static PyObject *py_dive(PyObject *self, PyObject *args) {
-    PyObject *objs[11], *expired_fn, *out_obj;
+    PyObject *objs[11], *expired_fn, *out_obj, *rank_obj;
     long long cap, node_limit;
-    int longest, sweep;
-    if (!PyArg_ParseTuple(args, "OOOOOOOOOOOLLppOO", &objs[0], &objs[1], &objs[2], &objs[3], &objs[4],
+    int longest, sweep, buffers;
+    if (!PyArg_ParseTuple(args, "OOOOOOOOOOOLLppOOOp", &objs[0], &objs[1], &objs[2], &objs[3], &objs[4],
                           &objs[5], &objs[6], &objs[7], &objs[8], &objs[9], &objs[10], &cap, &node_limit,
-                          &longest, &sweep, &expired_fn, &out_obj))
+                          &longest, &sweep, &expired_fn, &out_obj, &rank_obj, &buffers))
         return NULL;
     static const char *names[11] = {"size", "lo", "hi", "align", "total", "ov_start", "ov_idx",
                                     "cv_start", "cv_idx", "fixed_item", "fixed_off"};
-    Py_buffer bufs[12];
+    Py_buffer bufs[13];
     int got = 0;
     PyObject *result = NULL;
     Dive d;
@@ -498,6 +562,10 @@ static PyObject *py_dive(PyObject *self, PyObject *args) {
     Py_ssize_t n = bufs[0].len / 8, nsec = bufs[4].len / 8, nfixed = bufs[9].len / 8;
     if (get_buffer(out_obj, &bufs[11], n, "offsets") < 0) goto done;
     got = 12;
+    if (get_buffer(rank_obj, &bufs[12], n, "rank") < 0) goto done;
+    got = 13;
+    d.rank = bufs[12].buf;
+    d.buffers = buffers;
     d.n = n;
     d.nsec = nsec;
     d.size = bufs[0].buf;
@@ -541,8 +609,10 @@ static PyObject *py_dive(PyObject *self, PyObject *args) {
         Py_ssize_t nm = 0;
         for (Py_ssize_t i = 0; i < n; i++)
             if (d.unplaced[i]) members[nm++] = i;
+        lo_of = d.lo;
+        qsort(members, (size_t)nm, sizeof(i64), by_start);
         d.thread = PyEval_SaveThread();
-        r = dfs(&d, members, nm);
+        r = dfs(&d, members, nm, 0, -1);
         PyEval_RestoreThread(d.thread);
         status = r == 1 ? FOUND : r == 0 ? EXHAUSTED : STOPPED;
     } else if (r == 1) {

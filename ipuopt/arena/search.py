@@ -17,23 +17,28 @@ Ideas from MiniMalloc (Moffitt, ASPLOS 2023) and from perfect-packing search:
 - dominance: equal buffers are interchangeable (one branch per shape) and a
   state (placed set, skyline, minimum offsets) that failed is not expanded again;
 - value order: a buffer that exactly spans the run of sections at f first;
+- buffer branching, MiniMalloc's own search, as a second kind of dive: the next
+  buffer at the lowest offset it can take, in canonical order (MiniMalloc's K
+  falls to it and not to the skyline; other instances the other way round);
 - restarts, since search times are heavy-tailed: rounds of rank orders and
-  perturbations of them under a doubling node limit take turns, node for node,
-  with short random restarts.
+  perturbations of them under a doubling node limit, short random restarts and
+  rounds of buffer branching take turns, node for node.
 
 A dive runs compiled (`_dive.c`, the same decisions node for node) where the package was
 built with a C compiler, else in numpy, where the branching choice is made with reductions
-over (section, buffer) pairs and a node costs about 0.1 to 0.3 ms. CP-SAT, counting addresses in the size gcd,
-succeeds where this search does not (MiniMalloc K) and fails where it succeeds
-(A, I), so `solve.place` races the two.
+over (section, buffer) pairs and a node costs about 0.1 to 0.3 ms (compiled: 5 to 30 us).
+CP-SAT, counting addresses in the size gcd, succeeds on arenas where one shape dominates and
+fails on tangled live ranges (A, I), so `solve.place` races the two.
 """
 
 from __future__ import annotations
 
+import functools
 import sys
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
@@ -93,13 +98,24 @@ class _Shape:
     sections: tuple  # (section, item) pairs by section and by item, for numpy reductions
     fixed: dict[int, int]
     cap: int
-    width: np.ndarray
+    width: np.ndarray  # sections
+    span: np.ndarray  # time
     area: np.ndarray
     max_total: np.ndarray
 
     @property
     def n(self) -> int:
         return len(self.ids)
+
+    @functools.cached_property
+    def flat(self) -> list[np.ndarray]:
+        """The arrays the compiled dive reads, made once per search."""
+        pair_sec, pair_buf = self.sections[:2]  # by section, by item within
+        cover = np.searchsorted(pair_sec, np.arange(self.nsec + 1))
+        fixed = np.array(list(self.fixed.items()), dtype=np.int64).reshape(-1, 2)
+        return [np.ascontiguousarray(a, dtype=np.int64) for a in (
+            self.size, self.lo, self.hi, self.align, self.total, *self.ov_csr, cover, pair_buf,
+            fixed[:, 0], fixed[:, 1])]
 
     @property
     def nsec(self) -> int:
@@ -132,17 +148,30 @@ def _shape(arena: Arena, cap: int) -> _Shape:
     ov_csr = (np.concatenate([[0], np.cumsum([len(o) for o in overlaps])]).astype(np.int64),
               np.concatenate([*overlaps, np.zeros(0, np.int64)]).astype(np.int64))
     return _Shape(ids, roots, size, lo, hi, align, total, overlaps, ov_csr, sections, fixed, cap, width,
-                  size * (end - first), max_total)
+                  end - first, size * (end - first), max_total)
 
 
-def _plans(sh: _Shape, orders: tuple[str, ...], seed: int) -> Iterator[tuple[np.ndarray, bool, bool, int]]:
-    """(rank, prefer longest, sweep, node limit) of each dive, forever.
+class _Plan(NamedTuple):
+    """One dive: its rank order, value rule, section rule and node limit; `buffers`: branch on
+    the next buffer instead of the skyline (`_Dive.dfs_buffers`)."""
 
-    Search times are heavy-tailed and instances differ in which strategy suits them, so two
+    rank: np.ndarray
+    longest: bool
+    sweep: bool
+    limit: int
+    buffers: bool = False
+
+
+def _plans(sh: _Shape, orders: tuple[str, ...], seed: int) -> Iterator[_Plan]:
+    """The dives, forever.
+
+    Search times are heavy-tailed and instances differ in which strategy suits them, so three
     take turns with equal node budgets: rounds under a doubling node limit (each rank order
     with and without preferring the longest fit, then as many random perturbations, all
-    sweeping in time), and short runs of random perturbations with a random value preference
-    and section rule. Placements are found by nearly backtrack-free dives (a few n nodes),
+    sweeping in time), short runs of random perturbations with a random value preference
+    and section rule, and rounds of buffer branching (MiniMalloc's own search: its three
+    orders, by time width, under a doubling limit; it places MiniMalloc's K, which the
+    skyline does not). Placements are found by nearly backtrack-free dives (a few n nodes),
     hence the short runs; the rounds' limits grow without bound, so a dive eventually
     exhausts the tree when nothing fits."""
     base = max(2 * sh.n, 64)
@@ -151,7 +180,7 @@ def _plans(sh: _Shape, orders: tuple[str, ...], seed: int) -> Iterator[tuple[np.
         jitter = np.exp(rng.normal(0.0, 0.5, sh.n))
         return _rank("A", sh.size, sh.width, sh.max_total, (sh.area * jitter).astype(np.int64))
 
-    def rounds() -> Iterator[tuple[np.ndarray, bool, bool, int]]:
+    def rounds() -> Iterator[_Plan]:
         rng = np.random.default_rng(seed)
         given = [(_rank(o, sh.size, sh.width, sh.max_total, sh.area), v) for o in orders
                  for v in (False, True)]
@@ -159,19 +188,29 @@ def _plans(sh: _Shape, orders: tuple[str, ...], seed: int) -> Iterator[tuple[np.
         while True:
             plans = given + [(perturbed(rng), bool(k % 2)) for k in range(len(given) or 6)]
             for rank, longest in plans:
-                yield rank, longest, True, limit
+                yield _Plan(rank, longest, True, limit)
             limit *= 2
 
-    def restarts() -> Iterator[tuple[np.ndarray, bool, bool, int]]:
+    def restarts() -> Iterator[_Plan]:
         rng = np.random.default_rng(seed + 1)
         while True:
-            yield perturbed(rng), bool(rng.integers(2)), bool(rng.integers(2)), 2 * base
+            yield _Plan(perturbed(rng), bool(rng.integers(2)), bool(rng.integers(2)), 2 * base)
 
-    short = restarts()
-    for run in rounds():
-        yield run
-        for _ in range(max(1, run[3] // (2 * base))):
-            yield next(short)
+    def buffers() -> Iterator[_Plan]:
+        ranks = [_rank(o, sh.size, sh.span, sh.max_total, sh.area) for o in orders]
+        limit = base
+        while True:
+            for rank in ranks:
+                yield _Plan(rank, False, False, limit, buffers=True)
+            limit *= 2
+
+    streams = [rounds(), restarts(), buffers()]
+    spent = [0] * len(streams)
+    while True:  # the stream that has had the fewest nodes goes next
+        k = spent.index(min(spent))
+        plan = next(streams[k])
+        spent[k] += plan.limit
+        yield plan
 
 
 def search_fit(arena: Arena, capacity: int | None = None, time_limit: float = DEFAULT_TIME_LIMIT,
@@ -202,9 +241,8 @@ def search_fit(arena: Arena, capacity: int | None = None, time_limit: float = DE
     # one frame per placement, per raised skyline and per split into parts
     sys.setrecursionlimit(max(sys_limit, 20 * (sh.n + sh.nsec) + 1000))
     try:
-        for rank, longest, sweep, limit in _plans(sh, orders, seed):
-            dive = (_Dive if _compiled is None or not compiled else _CompiledDive)(
-                sh, rank, limit, expired, longest, sweep)
+        for plan in _plans(sh, orders, seed):
+            dive = (_Dive if _compiled is None or not compiled else _CompiledDive)(sh, plan, expired)
             found, exhausted = dive.run()
             nodes += dive.nodes
             if found is not None:
@@ -224,27 +262,17 @@ def search_fit(arena: Arena, capacity: int | None = None, time_limit: float = DE
 class _CompiledDive:
     """`_Dive` in C (`_dive.c`): the same decisions, node for node."""
 
-    def __init__(self, sh: _Shape, rank: np.ndarray, node_limit: int, expired: Callable[[], bool],
-                 longest: bool, sweep: bool) -> None:
-        self.sh, self.rank, self.node_limit, self.expired = sh, rank, node_limit, expired
-        self.longest, self.sweep = longest, sweep
+    def __init__(self, sh: _Shape, plan: _Plan, expired: Callable[[], bool]) -> None:
+        self.sh, self.plan, self.expired = sh, plan, expired
         self.nodes = 0
 
     def run(self) -> tuple[np.ndarray | None, bool]:
         """(offsets or None, exhausted without hitting a limit)."""
-        sh = self.sh
-        by_rank = np.argsort(self.rank, kind="stable")
-        secs = np.concatenate([np.arange(sh.lo[i], sh.hi[i]) for i in by_rank]) if sh.n else np.zeros(0, int)
-        items = np.repeat(by_rank, sh.width[by_rank])
-        order = np.argsort(secs, kind="stable")  # by section, rank order within
-        cv_start = np.searchsorted(secs[order], np.arange(sh.nsec + 1)).astype(np.int64)
-        fixed = np.array(list(sh.fixed.items()), dtype=np.int64).reshape(-1, 2)
+        sh, plan = self.sh, self.plan
         out = np.full(sh.n, -1, dtype=np.int64)
-        arrays = [np.ascontiguousarray(a, dtype=np.int64) for a in (
-            sh.size, sh.lo, sh.hi, sh.align, sh.total, *sh.ov_csr, cv_start, items[order],
-            fixed[:, 0], fixed[:, 1])]
-        status, self.nodes = _compiled.dive(*arrays, int(sh.cap), int(self.node_limit), self.longest,
-                                            self.sweep, self.expired, out)
+        rank = np.ascontiguousarray(plan.rank, dtype=np.int64)
+        status, self.nodes = _compiled.dive(*sh.flat, int(sh.cap), int(plan.limit), plan.longest,
+                                            plan.sweep, self.expired, out, rank, plan.buffers)
         return (out if status == 0 else None), status == 1
 
 
@@ -253,10 +281,9 @@ class _Dive:
 
     Placements and raised skylines are logged so that a failed part can be rolled back."""
 
-    def __init__(self, sh: _Shape, rank: np.ndarray, node_limit: int, expired: Callable[[], bool],
-                 longest: bool, sweep: bool) -> None:
-        self.sh, self.node_limit, self.expired = sh, node_limit, expired
-        self.longest, self.sweep = longest, sweep
+    def __init__(self, sh: _Shape, plan: _Plan, expired: Callable[[], bool]) -> None:
+        self.sh, self.plan, self.node_limit, self.expired = sh, plan, plan.limit, expired
+        self.longest, self.sweep, self.rank = plan.longest, plan.sweep, plan.rank
         n, nsec = sh.n, sh.nsec
         self.total = sh.total.copy()
         self.offset = np.full(n, -1, dtype=np.int64)
@@ -268,7 +295,7 @@ class _Dive:
         self.log: list[tuple] = []
         self.raised: list[int] = []  # sections raised by a waste decision (there floors beat min_off)
         self.cover: list[list[int]] = [[] for _ in range(nsec)]  # live items per section, by rank
-        for i in np.argsort(rank).tolist():
+        for i in np.argsort(plan.rank).tolist():
             for sec in range(sh.lo[i], sh.hi[i]):
                 self.cover[sec].append(i)
 
@@ -279,7 +306,7 @@ class _Dive:
                 return None, True
             self.place(i, off)
         try:
-            found = self.dfs(np.nonzero(self.unplaced)[0])
+            found = (self.dfs_buffers if self.plan.buffers else self.dfs)(np.nonzero(self.unplaced)[0])
         except (_Stop, RecursionError):  # a run too deep to finish counts as cut short
             return None, False
         return (self.offset.copy() if found else None), not found
@@ -336,21 +363,67 @@ class _Dive:
         cut = np.nonzero(lo[by_start][1:] >= ends[:-1])[0] + 1
         return np.split(by_start, cut)
 
-    def dfs(self, members: np.ndarray) -> bool:
+    def count(self) -> None:
         self.nodes += 1
         if self.nodes > self.node_limit or (self.nodes & 127 == 0 and self.expired()):
             raise _Stop
+
+    def by_parts(self, cand: np.ndarray, dfs: Callable[[np.ndarray], bool]) -> bool | None:
+        """Candidates in parts that share no time, each solved by `dfs` (a failure in one is
+        final): whether all were placed; None when they form one part."""
+        groups = self.parts(cand)
+        if len(groups) == 1:
+            return None
+        mark = len(self.log)
+        for g in groups:
+            if not dfs(g):
+                self.rollback(mark)
+                return False
+        return True
+
+    def dfs_buffers(self, members: np.ndarray, min_offset: int = 0, min_rank: int = -1) -> bool:
+        """Branch on the next buffer, at the lowest offset it can take, in a canonical order
+        (offsets never fall, at equal offsets ranks rise) and never at or above another's
+        lowest top (that one would go first); a placement is kept only if every section's
+        unplaced bytes still fit above its skyline, this offset and the lowest spot of the
+        buffers left there (MiniMalloc's search)."""
+        self.count()
         cand = members[self.unplaced[members]]
         if len(cand) == 0:
             return True
-        groups = self.parts(cand)
-        if len(groups) > 1:
+        split = self.by_parts(cand, self.dfs_buffers)
+        if split is not None:
+            return split
+        sh, rank = self.sh, self.rank
+        offs = self.min_off[cand]
+        height = int((offs + sh.size[cand]).min())
+        s_lo, s_hi = int(sh.lo[cand].min()), int(sh.hi[cand].max())
+        for k in np.lexsort((rank[cand], offs)).tolist():
+            i, off = int(cand[k]), int(offs[k])
+            if off < min_offset or (off == min_offset and rank[i] < min_rank):
+                continue
+            if off >= height:
+                break  # and so are all after it
+            if off + sh.size[i] > sh.cap:
+                continue
             mark = len(self.log)
-            for g in groups:
-                if not self.dfs(g):
-                    self.rollback(mark)
-                    return False
+            self.place(i, off)
+            t = self.total[s_lo:s_hi]
+            busy = t > 0
+            if not (np.maximum(self.lowest(s_lo, s_hi), off)[busy] + t[busy] > sh.cap).any() \
+                    and self.dfs_buffers(cand, off, int(rank[i])):
+                return True
+            self.rollback(mark)
+        return False
+
+    def dfs(self, members: np.ndarray) -> bool:
+        self.count()
+        cand = members[self.unplaced[members]]
+        if len(cand) == 0:
             return True
+        split = self.by_parts(cand, self.dfs)
+        if split is not None:
+            return split
         key = (self.unplaced.tobytes(), self.floor.tobytes(), self.min_off.tobytes())
         if key in self.failed:
             return False
