@@ -45,7 +45,6 @@ typedef struct {
     i64 *offset, *min_off, *floor, *total;
     char *unplaced;
     i64 nodes;
-    int stopped;
     /* the undo log: placements (item >= 0) and raised floors (item < 0), each with where its
        saved floors and min offsets start on their stacks */
     Entry *log;
@@ -59,7 +58,7 @@ typedef struct {
     /* scratch of the branching choice (not needed across a recursion) */
     i64 *pos, *eff;
     char *at_f;
-    i64 depth, max_depth;
+    i64 depth;
     double next_ask;  /* when expired() may be asked again */
     PyThreadState *thread;
     int error;
@@ -493,13 +492,12 @@ static int dfs_buffers(Dive *d, const i64 *members, Py_ssize_t nm, i64 min_offse
 }
 
 /* 1 found, 0 not, -1 out of memory, -2 stopped (a limit, the caller's expired(), an error, or
-   a dive deeper than max_depth: the C stack's share, as numpy's dive stops at Python's
+   a dive deeper than MAX_DEPTH: the C stack's share, as numpy's dive stops at Python's
    recursion limit) */
 static int dfs(Dive *d, const i64 *members, Py_ssize_t nm, i64 min_offset, i64 min_rank) {
     d->nodes++;
-    if (d->nodes > d->node_limit || d->depth >= d->max_depth ||
+    if (d->nodes > d->node_limit || d->depth >= MAX_DEPTH ||
         ((d->nodes & 127) == 0 && expired(d))) {
-        d->stopped = 1;
         return -2;
     }
     i64 *cand = malloc((size_t)(2 * nm + 1) * sizeof(i64));  /* candidates, then shapes */
@@ -589,7 +587,6 @@ static PyObject *py_dive(PyObject *self, PyObject *args) {
     d.pos = calloc((size_t)n + 1, sizeof(i64));
     d.eff = malloc((size_t)(nsec + 1) * sizeof(i64));
     d.at_f = malloc((size_t)nsec + 1);
-    d.max_depth = MAX_DEPTH;
     i64 *members = malloc((size_t)(n + 1) * sizeof(i64));
     if (!d.total || !d.floor || !d.min_off || !d.unplaced || !d.pos || !d.eff || !d.at_f || !members) {
         free(members);
