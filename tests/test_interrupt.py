@@ -42,24 +42,34 @@ def test_ctrl_c_during_a_solve_writes_the_best_schedule(solver: str, tmp_path: P
     assert validate(phase, spec, load_schedule(out)).ok
 
 
+def _overlaid(tmp_path: Path) -> Path:
+    """MiniMalloc's I and K live at once in one arena (828 buffers): the exact search places
+    each in seconds, both together at their 2 MiB of live bytes not within minutes."""
+    rows = ["id,lower,upper,size"]
+    for name in "IK":
+        lines = (DATA / "minimalloc" / f"{name}.1048576.csv").read_text().splitlines()[1:]
+        rows += [f"{name}{line}" for line in lines]
+    path = tmp_path / "ik.csv"
+    path.write_text("\n".join(rows) + "\n")
+    return path
+
+
 def test_ctrl_c_during_a_placement_keeps_the_best_placement(tmp_path: Path) -> None:
     out = tmp_path / "p.csv"
-    # K is out of the search's reach: with room to spare the greedy places it, and the search
-    # keeps looking for the live-bytes peak until interrupted
-    src = DATA / "minimalloc" / "K.1048576.csv"
-    r, took = _interrupt(["place", "--csv", str(src), "--capacity", "2000000", "--objective", "peak",
-                          "--solver", "search", "--time-limit", "300", "--out", str(out)], after=3.0)
+    # with room to spare the greedy places it, and the search keeps looking for the live-bytes
+    # peak until interrupted
+    r, took = _interrupt(["place", "--csv", str(_overlaid(tmp_path)), "--capacity", "4000000", "--objective",
+                          "peak", "--solver", "search", "--time-limit", "300", "--out", str(out)], after=3.0)
     assert r.returncode == 130 and took < 8, (r.returncode, took, r.stderr)
     assert "interrupted: the placement is the best found so far (status feasible)" in r.stderr
     rows = out.read_text().splitlines()
-    assert rows[0] == "id,lower,upper,size,offset" and len(rows) == 455
+    assert rows[0] == "id,lower,upper,size,offset" and len(rows) == 1 + 374 + 454
 
 
 def test_ctrl_c_before_any_placement_writes_nothing(tmp_path: Path) -> None:
     out = tmp_path / "p.csv"
-    # I with seed 1: the greedy does not fit and the race needs tens of seconds
-    src = DATA / "minimalloc" / "I.1048576.csv"
-    r, took = _interrupt(["place", "--csv", str(src), "--capacity", "1048576", "--seed", "1",
+    # at its live bytes the greedy does not fit it, nor does the race in seconds
+    r, took = _interrupt(["place", "--csv", str(_overlaid(tmp_path)), "--capacity", "2097152",
                           "--time-limit", "300", "--out", str(out)], after=3.0)
     assert r.returncode == 130 and took < 8, (r.returncode, took, r.stderr)
     assert "nothing found before the interrupt (status unknown)" in r.stderr and not out.exists()
