@@ -109,9 +109,13 @@ def _interrupt_at(args: list[str], marker: str, after: float = 0.5, twice: bool 
     assert proc.poll() is None, f"the command ended before it could be interrupted: {''.join(err)[-300:]}"
     t0 = time.perf_counter()
     proc.send_signal(signal.SIGINT)
-    if twice:  # soon enough that the first one's way out (a small phase's is quick) is not over
-        time.sleep(0.02)
-        proc.send_signal(signal.SIGINT)
+    if twice:  # soon enough that the first one's way out (a small phase's is quick) is not over;
+        # again while it runs: two signals that arrive before the child's Python has run its
+        # handler count as one (a loaded machine gives it no time between them)
+        for pause in (0.02, 0.05, 0.1):
+            time.sleep(pause)
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGINT)
     out = proc.stdout.read()  # type: ignore[union-attr]
     proc.wait(timeout=60)
     took = time.perf_counter() - t0
