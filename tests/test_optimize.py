@@ -4,6 +4,7 @@ refuses to return one that does not.)"""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -42,11 +43,9 @@ def _marked(mark: str) -> list[int]:
     """Processes whose environment holds `mark`."""
     found = []
     for proc in Path("/proc").iterdir():
-        try:
+        with contextlib.suppress(OSError):  # ended meanwhile, or not ours to read
             if proc.name.isdigit() and mark.encode() in (proc / "environ").read_bytes():
                 found.append(int(proc.name))
-        except OSError:  # ended meanwhile, or not ours to read
-            pass
     return found
 
 

@@ -433,7 +433,7 @@ static int dfs_skyline(Dive *d, const i64 *members, Py_ssize_t nm, i64 *cand, Op
 static int by_offset_then_rank(const void *pa, const void *pb) {
     const Option *a = pa, *b = pb;
     if (a->off != b->off) return a->off < b->off ? -1 : 1;
-    return a->k3 < b->k3 ? -1 : a->k3 > b->k3;
+    return a->order < b->order ? -1 : a->order > b->order;
 }
 
 /* search._Dive.dfs_buffers */
@@ -460,7 +460,7 @@ static int dfs_buffers(Dive *d, const i64 *members, Py_ssize_t nm, i64 min_offse
             continue;
         opts[m].item = i;
         opts[m].off = off;
-        opts[m].k3 = d->rank[i];
+        opts[m].order = d->rank[i];
         m++;
     }
     qsort(opts, (size_t)m, sizeof(Option), by_offset_then_rank);
@@ -501,7 +501,7 @@ static int dfs(Dive *d, const i64 *members, Py_ssize_t nm, i64 min_offset, i64 m
         return -2;
     }
     i64 *cand = malloc((size_t)(2 * nm + 1) * sizeof(i64));  /* candidates, then shapes */
-    Option *opts = malloc((size_t)(d->n + 1) * sizeof(Option));
+    Option *opts = malloc((size_t)(nm + 1) * sizeof(Option));  /* options are candidates */
     int r = -1;
     d->depth++;
     if (cand && opts)

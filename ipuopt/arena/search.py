@@ -240,9 +240,10 @@ def search_fit(arena: Arena, capacity: int | None = None, time_limit: float = DE
     sys_limit = sys.getrecursionlimit()
     # one frame per placement, per raised skyline and per split into parts
     sys.setrecursionlimit(max(sys_limit, 20 * (sh.n + sh.nsec) + 1000))
+    kind = _Dive if _compiled is None or not compiled else _CompiledDive
     try:
         for plan in _plans(sh, orders, seed):
-            dive = (_Dive if _compiled is None or not compiled else _CompiledDive)(sh, plan, expired)
+            dive = kind(sh, plan, expired)
             found, exhausted = dive.run()
             nodes += dive.nodes
             if found is not None:
