@@ -106,7 +106,7 @@ def solve(phase: PhaseLike, spec: Spec | str | None = None, solver: str | None =
           time_limit: float | None = None, workers: int | None = None, seed: int | None = None,
           profile: str | None = None, params: dict[str, Any] | None = None) -> Result[Schedule]:
     """Schedule a phase; the schedule always validates. `solver`: greedy (default), cpsat,
-    milp, lns, iterated, colour, auto (the default when only `time_limit` is given); a bare
+    milp, lns, justify, iterated, colour, auto (the default when only `time_limit` is given); a bare
     `cpsat` or `milp` brings its profile's settings, as on the command line. `params` passes
     options by name (a CP-SAT parameter, `milp_solver`, `prove_split`, a greedy habit)."""
     ph, sp = load_phase(phase, spec)

@@ -292,7 +292,7 @@ def solve_cmd(
     spec: SpecOpt = None,
     profile: Annotated[str | None, typer.Option(help="Solver profile name or file.")] = None,
     solver: Annotated[str | None, typer.Option(
-        help="greedy | cpsat | milp | lns | iterated | colour | auto "
+        help="greedy | cpsat | milp | lns | justify | iterated | colour | auto "
              "(default greedy; auto with --time-limit)",
     )] = None,
     time_limit: Annotated[float | None, typer.Option(help=LimitHelp)] = None,
@@ -664,8 +664,8 @@ def run_cmd(
     layout: Annotated[list[str], typer.Option(help="OP=RxCxP/AxB[/REGION], repeatable.")] = [],  # noqa: B006
     plan: PlanOpt = None,
     profile: Annotated[str | None, typer.Option(help="Solver profile for every phase.")] = None,
-    solver: Annotated[str | None, typer.Option(help="greedy (default) | cpsat | milp | lns | iterated "
-                                                    "| colour | auto")] = None,
+    solver: Annotated[str | None, typer.Option(help="greedy (default) | cpsat | milp | lns | justify "
+                                                    "| iterated | colour | auto")] = None,
     time_limit: Annotated[float | None, typer.Option(help=LimitHelp + " Shared by the phases in "
                                                      "proportion to their transfers.")] = None,
     out: Annotated[Path | None, typer.Option(help="Write the run here (.json or .yaml; for render "

@@ -99,7 +99,8 @@ def test_runs_and_grains_make_more_and_smaller_transfers(gens):
     assert counts["box"] < counts[None] < counts[64] < counts[32]
 
 
-@pytest.mark.parametrize("solver", ["greedy", "cpsat", "milp", "lns", "iterated", "colour", "auto"])
+@pytest.mark.parametrize("solver", ["greedy", "cpsat", "milp", "lns", "justify", "iterated", "colour",
+                                    "auto"])
 def test_every_solver_schedules_a_fragment_phase(gens, solver):
     """A fragment-level phase with multicast and addresses (hazards): every solver's schedule
     passes the validator."""

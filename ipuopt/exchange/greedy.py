@@ -14,6 +14,9 @@ from collections import defaultdict
 from collections.abc import Callable
 from functools import partial
 
+import numpy as np
+
+from ipuopt.exchange import packed
 from ipuopt.exchange.instance import Instance, horizon_of, successors, topological_by
 from ipuopt.exchange.phase import Phase
 from ipuopt.exchange.timing import ORDINARY, PAIRED, Timing, phase_timings
@@ -141,54 +144,56 @@ def _waves(timings: list[Timing], tiles: int) -> list[int]:
     return wave
 
 
+Key = tuple  # an interval set: ("tx" | "rx", tile), ("fmt", width, tile), ("rd" | "wr", element)
+
+
+def _uses(tm: Timing, width: str, spec: Spec, partner_rx: bool = False,
+          ) -> tuple[list[tuple[Key, int, int, int]], list[tuple[Key, int, int]]]:
+    """What the transfer at `width` must fit, (interval set, offset, length, margin), and what
+    it then holds, (interval set, offset, length): the model's rules as interval sets, shared
+    by the Python greedy and the packed arrays of the compiled one. `partner_rx`: the habit
+    `paired_reserves_partner`."""
+    fs = spec.exchange.format_switch
+    other = PAIRED if width == ORDINARY else ORDINARY
+    checks: list[tuple[Key, int, int, int]] = []
+    holds: list[tuple[Key, int, int]] = []
+    for occ in tm.occupancies(width, spec):
+        k, o, n = occ.key, occ.offset, occ.length
+        if occ.kind == "tx":
+            keys = [("tx", k[0])]
+            if partner_rx and k[0] == tm.partner and width == PAIRED:
+                keys.append(("rx", k[0]))
+            checks += [(key, o, n, 0) for key in keys]
+            holds += [(key, o, n) for key in keys]
+        elif occ.kind == "rx":
+            checks.append((("rx", k[0]), o, n, 0))
+            if fs:
+                checks.append((("fmt", other, k[0]), o, n, fs))
+            holds += [(("rx", k[0]), o, n), (("fmt", width, k[0]), o, n)]
+        elif occ.kind == "rd":
+            checks.append((("wr", k), o, n, 0))
+            holds.append((("rd", k), o, n))
+        else:
+            checks.append((("rd", k), o, n, 0))
+            holds.append((("wr", k), o, n))
+    return checks, holds
+
+
 class _Lanes:
     """The resource state of a partial schedule."""
 
     def __init__(self, spec: Spec, partner_rx: bool = False) -> None:
         self.spec = spec
-        self.partner_rx = partner_rx  # the habit `paired_reserves_partner`
-        self.tx: dict[int, IntervalSet] = defaultdict(IntervalSet)
-        self.rx: dict[int, IntervalSet] = defaultdict(IntervalSet)
-        self.fmt = {ORDINARY: defaultdict(IntervalSet), PAIRED: defaultdict(IntervalSet)}
-        self.rd: dict[tuple, IntervalSet] = defaultdict(IntervalSet)
-        self.wr: dict[tuple, IntervalSet] = defaultdict(IntervalSet)
+        self.partner_rx = partner_rx
+        self.sets: dict[Key, IntervalSet] = defaultdict(IntervalSet)
 
     def checks(self, tm: Timing, width: str) -> list[tuple[IntervalSet, int, int, int]]:
         """(interval set, offset, length, margin) for each constraint the transfer must meet."""
-        fs = self.spec.exchange.format_switch
-        other = self.fmt[PAIRED if width == ORDINARY else ORDINARY]
-        out = []
-        for occ in tm.occupancies(width, self.spec):
-            k = occ.key
-            if occ.kind == "tx":
-                out.append((self.tx[k[0]], occ.offset, occ.length, 0))
-                if self.partner_rx and k[0] == tm.partner and width == PAIRED:
-                    out.append((self.rx[k[0]], occ.offset, occ.length, 0))
-            elif occ.kind == "rx":
-                out.append((self.rx[k[0]], occ.offset, occ.length, 0))
-                if fs and k[0] in other:
-                    out.append((other[k[0]], occ.offset, occ.length, fs))
-            elif occ.kind == "rd":
-                out.append((self.wr[k], occ.offset, occ.length, 0))
-            else:
-                out.append((self.rd[k], occ.offset, occ.length, 0))
-        return out
+        return [(self.sets[k], o, n, m) for k, o, n, m in _uses(tm, width, self.spec, self.partner_rx)[0]]
 
     def commit(self, tm: Timing, width: str, start: int) -> None:
-        for occ in tm.occupancies(width, self.spec):
-            s, k = start + occ.offset, occ.key
-            e = s + occ.length
-            if occ.kind == "tx":
-                self.tx[k[0]].add(s, e)
-                if self.partner_rx and k[0] == tm.partner and width == PAIRED:
-                    self.rx[k[0]].add(s, e)
-            elif occ.kind == "rx":
-                self.rx[k[0]].add(s, e)
-                self.fmt[width][k[0]].add(s, e)
-            elif occ.kind == "rd":
-                self.rd[k].add(s, e)
-            else:
-                self.wr[k].add(s, e)
+        for k, o, n in _uses(tm, width, self.spec, self.partner_rx)[1]:
+            self.sets[k].add(start + o, start + o + n)
 
 
 def _earliest(checks: list[tuple[IntervalSet, int, int, int]], lower: int) -> int:
@@ -210,7 +215,7 @@ def greedy_schedule(phase: Phase, spec: Spec, rule: str = "load",
                     order: list[int] | None = None, bias: list[float] | None = None,
                     paired_credit: float = 0.0, window: int = 1,
                     check: Callable[[], None] | None = None, habits: frozenset[str] = frozenset(),
-                    ) -> tuple[dict[str, int], dict[str, str]]:
+                    compiled: bool = True) -> tuple[dict[str, int], dict[str, str]]:
     """Starts and widths of a feasible schedule built by one priority rule (or placing the
     transfers in `order`, a topological order of indices into `timings`). The `time` rule
     takes `bias` (added to its priorities, lower first), `window` (starts within one window
@@ -224,8 +229,17 @@ def greedy_schedule(phase: Phase, spec: Spec, rule: str = "load",
     own to place, so a short paired send does not delay the partner's work.
     `check` is called every few hundred placements and may raise to stop (Ctrl-C, deadline).
     `habits` (names in `HABITS`) make it schedule as the reference compiler did.
+    The list rules run compiled where the package was built with it (`packed`; the same
+    decisions), but for the habit `release_after_receives`; `compiled` False runs Python.
     """
     timings = timings if timings is not None else phase_timings(phase, spec)
+    if (compiled and packed.compiled() and (rule != "time" or order is not None)
+            and "release_after_receives" not in habits):
+        pk = packed.packed(timings, spec, habits)
+        order = order if order is not None else _priority_order(timings, spec, rule)
+        keys = np.empty(len(timings))
+        keys[order] = np.arange(len(order))
+        return pk.solution(*pk.place(keys, borrow_aware, paired_credit, check), timings)
     pending: dict[int, int] = defaultdict(int)
     for tm in timings:
         pending[tm.transfer.src] += 1

@@ -1,0 +1,70 @@
+"""`--solver justify`: forward-backward improvement of a schedule, pass after pass.
+
+A backward pass places the transfers latest first (in the order of their completions, the
+last one first) on the phase mirrored in time, each as late as it can go; read from its
+end, that is a schedule of the phase in which every transfer is pushed right against what
+follows it. The forward pass then places them again in the order of those starts, each as
+early as it can go. Slack that a list schedule leaves between a transfer and what follows
+closes from both sides, so the horizon shrinks pass by pass until it settles (Li and
+Willis's "justification" for resource-constrained project scheduling). Every pass is a
+whole list schedule, hence valid; it is deterministic, and cheap where the greedy runs
+compiled (`packed`): a pass over 60,000 transfers in about half a second.
+
+It stops at the bound, after `STALE` passes without a better schedule, at its time share,
+or after `passes` (a backend parameter) passes.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from ipuopt.errors import InputError
+from ipuopt.exchange.instance import Instance, Solution
+from ipuopt.exchange.packed import packed
+from ipuopt.params import Progress, SolveParams, Stopped
+from ipuopt.result import Result, Status
+
+STALE = 8  # passes in a row without a better horizon: settled
+
+
+def solve_justify(inst: Instance, hint: Solution, params: SolveParams,
+                  progress: Progress | None = None) -> Result:
+    limit, t0 = params.budget(), time.perf_counter()
+    most = params.options.get("passes")
+    if most is not None and (not isinstance(most, int) or most < 0):
+        raise InputError.one("", "params.passes", f"must be a whole number >= 0, got {most!r}")
+    if progress is not None:
+        progress({"stage": "justify"})
+
+    def check() -> None:  # a pass ends with Ctrl-C, the deadline, or this method's share
+        params.stop.check()
+        if most is None and time.perf_counter() - t0 > limit:
+            raise Stopped
+
+    forward = packed(inst.timings, inst.spec)
+    backward = forward.mirrored()
+    starts, slots = forward.arrays_of(hint, inst.timings)
+    end = starts + forward.end(slots)
+    best = (int(end.max(initial=0)), starts, slots)
+    passes = stale = 0
+    while best[0] > inst.bound and stale < STALE and (most is None or passes < most):
+        try:
+            rs, rslots = backward.place(-end.astype(np.float64), check=check)
+            rend = rs + backward.end(rslots)
+            mirror = (int(rend.max(initial=0)), rend.max(initial=0) - rend, rslots)  # read from its end
+            starts, slots = forward.place(mirror[1].astype(np.float64), check=check)
+        except Stopped:
+            break
+        passes += 1
+        end = starts + forward.end(slots)
+        stale += 1
+        for found in (mirror, (int(end.max(initial=0)), starts, slots)):
+            if found[0] < best[0]:
+                best, stale = found, 0
+                if progress is not None:
+                    progress({"incumbent": found[0], "bound": inst.bound, "pass": passes})
+    solution = forward.solution(best[1], best[2], inst.timings)
+    status = Status.OPTIMAL if best[0] <= inst.bound else Status.FEASIBLE
+    return Result(status, solution, best[0], inst.bound, solver="justify", extras={"passes": passes})
