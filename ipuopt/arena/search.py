@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import functools
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -215,7 +216,7 @@ def _plans(sh: _Shape, orders: tuple[str, ...], seed: int) -> Iterator[_Plan]:
 
 def search_fit(arena: Arena, capacity: int | None = None, time_limit: float = DEFAULT_TIME_LIMIT,
                orders: tuple[str, ...] = RANKS, stop: Callable[[], bool] | None = None,
-               seed: int = 0, compiled: bool = True) -> Result:
+               seed: int = 0, compiled: bool = True, threads: int = 1) -> Result:
     """Offsets within `capacity` (default: the arena's) honouring sizes, live ranges,
     alignment, aliases and fixed offsets. `distinct_elements_from` is not searched on:
     callers validate and fall back to CP-SAT. `stop` returning True ends the search early.
@@ -223,41 +224,56 @@ def search_fit(arena: Arena, capacity: int | None = None, time_limit: float = DE
     Status `feasible` with the offsets, `infeasible` when the tree was exhausted (nothing
     fits, for the reserved hulls the search places), `unknown` when a limit ended it;
     `extras["nodes"]` counts the nodes. `compiled` False runs the numpy dive even where the
-    compiled one was built (they decide alike; tests compare them)."""
+    compiled one was built (they decide alike; tests compare them). `threads` above 1 runs
+    that many compiled dives at once, each taking the next plan (the first answer ends the
+    others): faster on several cores, but which answer comes first is up to the clock."""
     t0 = time.perf_counter()
     sh = _shape(arena, arena.capacity if capacity is None else capacity)
     deadline = t0 + time_limit
+    answer: list[tuple[Status, np.ndarray | None]] = []  # the first decisive dive's
 
     def expired() -> bool:
-        return time.perf_counter() > deadline or (stop is not None and stop())
+        return bool(answer) or time.perf_counter() > deadline or (stop is not None and stop())
 
     nodes = 0
+    lock = threading.Lock()
+    plans = _plans(sh, orders, seed)
+    kind = _Dive if _compiled is None or not compiled else _CompiledDive
 
-    def result(status: Status, offsets: dict[str, int] | None) -> Result:
-        return Result(status, offsets, runtime=time.perf_counter() - t0, solver="search",
-                      extras={"nodes": nodes})
+    def dives() -> None:
+        nonlocal nodes
+        while not expired():
+            with lock:
+                plan = next(plans)
+            dive = kind(sh, plan, expired)
+            found, exhausted = dive.run()
+            with lock:
+                nodes += dive.nodes
+                if found is not None and not answer:
+                    answer.append((Status.FEASIBLE, found))
+                elif exhausted and not answer:  # without hitting a limit: nothing fits
+                    answer.append((Status.INFEASIBLE, None))
 
     sys_limit = sys.getrecursionlimit()
     # one frame per placement, per raised skyline and per split into parts
     sys.setrecursionlimit(max(sys_limit, 20 * (sh.n + sh.nsec) + 1000))
-    kind = _Dive if _compiled is None or not compiled else _CompiledDive
+    others = [threading.Thread(target=dives, daemon=True)
+              for _ in range(threads - 1 if kind is _CompiledDive else 0)]
     try:
-        for plan in _plans(sh, orders, seed):
-            dive = kind(sh, plan, expired)
-            found, exhausted = dive.run()
-            nodes += dive.nodes
-            if found is not None:
-                out = {sh.ids[i]: int(found[i]) for i in range(sh.n)}
-                for b in arena.buffers:
-                    out[b.id] = out[sh.roots[b.id]]
-                return result(Status.FEASIBLE, out)
-            if exhausted:  # without hitting a limit: it does not fit
-                return result(Status.INFEASIBLE, None)
-            if expired():
-                return result(Status.UNKNOWN, None)
+        for t in others:
+            t.start()
+        dives()
+        for t in others:
+            t.join()
     finally:
         sys.setrecursionlimit(sys_limit)
-    raise AssertionError("the plans never end")
+    status, found = answer[0] if answer else (Status.UNKNOWN, None)
+    out = None
+    if found is not None:
+        out = {sh.ids[i]: int(found[i]) for i in range(sh.n)}
+        for b in arena.buffers:
+            out[b.id] = out[sh.roots[b.id]]
+    return Result(status, out, runtime=time.perf_counter() - t0, solver="search", extras={"nodes": nodes})
 
 
 class _CompiledDive:
