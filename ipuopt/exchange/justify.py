@@ -10,8 +10,9 @@ Willis's "justification" for resource-constrained project scheduling). Every pas
 whole list schedule, hence valid; it is deterministic, and cheap where the greedy runs
 compiled (`packed`): a pass over 60,000 transfers in about half a second.
 
-It stops at the bound, after `STALE` passes without a better schedule, at its time share,
-or after `passes` (a backend parameter) passes.
+It stops at the bound, at its time share, after `passes` (a backend parameter) passes, or
+when it has gone as many passes without a better schedule as it took to find its best (and
+at least `STALE`): improvements come in bursts, some after dozens of passes, over hundreds.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from ipuopt.exchange.packed import packed
 from ipuopt.params import Progress, SolveParams, Stopped
 from ipuopt.result import Result, Status
 
-STALE = 8  # passes in a row without a better horizon: settled
+STALE = 8  # passes in a row without a better horizon: settled, at the least
 
 
 def solve_justify(inst: Instance, hint: Solution, params: SolveParams,
@@ -49,7 +50,7 @@ def solve_justify(inst: Instance, hint: Solution, params: SolveParams,
     end = starts + forward.end(slots)
     best = (int(end.max(initial=0)), starts, slots)
     passes = stale = 0
-    while best[0] > inst.bound and stale < STALE and (most is None or passes < most):
+    while best[0] > inst.bound and stale < max(STALE, passes - stale) and (most is None or passes < most):
         try:
             rs, rslots = backward.place(-end.astype(np.float64), check=check)
             rend = rs + backward.end(rslots)
