@@ -53,7 +53,7 @@ def main() -> None:
         name = max(r.bounds, key=lambda b: b.value).name
         print(f"{ph.name:<26} {len(ph.transfers):>9} {old:>9} {s.lower_bound:>7} {greedy:>7} "
               f"{s.value:>7} {greedy / old:>7.3f} {s.value / s.lower_bound:>6.3f} "
-              f"{time.perf_counter() - t0:>5.0f}s  {name} / {s.extras.get('produced_by')}", flush=True)
+              f"{time.perf_counter() - t0:>5.0f}s  {name} / {s.solver}", flush=True)
 
 
 if __name__ == "__main__":
