@@ -235,7 +235,7 @@ def greedy_schedule(phase: Phase, spec: Spec, rule: str = "load",
     timings = timings if timings is not None else phase_timings(phase, spec)
     if (compiled and packed.compiled() and (rule != "time" or order is not None)
             and "release_after_receives" not in habits):
-        pk = packed.packed(timings, spec, habits)
+        pk = packed.packed(timings, spec, habits, check)
         order = order if order is not None else _priority_order(timings, spec, rule)
         keys = np.empty(len(timings))
         keys[order] = np.arange(len(order))

@@ -44,7 +44,11 @@ def solve_justify(inst: Instance, hint: Solution, params: SolveParams,
         if most is None and time.perf_counter() - t0 > limit:
             raise Stopped
 
-    forward = packed(inst.timings, inst.spec)
+    try:
+        forward = packed(inst.timings, inst.spec, check=check)
+    except Stopped:  # before a single pass: the schedule it was given
+        return Result(Status.FALLBACK, hint, inst.horizon(hint), inst.bound, solver="justify",
+                      extras={"passes": 0})
     backward = forward.mirrored()
     starts, slots = forward.arrays_of(hint, inst.timings)
     end = starts + forward.end(slots)

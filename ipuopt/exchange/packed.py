@@ -94,20 +94,24 @@ class Packed:
         return replace(self, arrays=a)
 
 
-def packed(timings: list[Timing], spec: Spec, habits: frozenset[str] = frozenset()) -> Packed:
-    """The phase packed (kept for the last `CACHED` phases: passes repeat on one phase)."""
+def packed(timings: list[Timing], spec: Spec, habits: frozenset[str] = frozenset(),
+           check: Callable[[], None] | None = None) -> Packed:
+    """The phase packed (kept for the last `CACHED` phases: passes repeat on one phase).
+    `check` is called every few hundred transfers and may raise to stop: packing the largest
+    fragment-level phase (2.2 million receives) takes about 20 s."""
     key = (id(timings), habits)
     hit = _CACHE.get(key)
     if hit is not None and hit[0] is timings:
         return hit[1]
-    pk = _pack(timings, spec, habits)
+    pk = _pack(timings, spec, habits, check)
     _CACHE[key] = (timings, pk)
     while len(_CACHE) > CACHED:
         del _CACHE[next(iter(_CACHE))]
     return pk
 
 
-def _pack(timings: list[Timing], spec: Spec, habits: frozenset[str]) -> Packed:
+def _pack(timings: list[Timing], spec: Spec, habits: frozenset[str], check: Callable[[], None] | None,
+          ) -> Packed:
     from ipuopt.exchange.greedy import _uses
 
     partner_rx = "paired_reserves_partner" in habits
@@ -123,6 +127,8 @@ def _pack(timings: list[Timing], spec: Spec, habits: frozenset[str]) -> Packed:
     col["pred_ptr"].append(0)
     col["succ_ptr"].append(0)
     for i, tm in enumerate(timings):
+        if check is not None and i % 256 == 0:
+            check()
         ws = (PAIRED,) if always_pair and PAIRED in tm.widths else tm.widths
         widths.append(ws)
         col["nw"].append(len(ws))
