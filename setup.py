@@ -5,8 +5,8 @@ there) and ship inside the package so a normal install finds them by name.
 
 The arena search's dive and the exchange's list greedy are also built in C
 (ipuopt/arena/_dive.c, ipuopt/exchange/_lists.c; the Python headers and a C compiler;
-optional: without them the numpy dive and the Python greedy run, the same decisions about a
-hundred times slower).
+optional: without them the numpy dive and the Python greedy run, the same decisions far
+slower).
 """
 
 from setuptools import Extension, find_packages, setup

@@ -3,11 +3,12 @@
    Each transfer, in a topological order of its priority key (ties by index), is put at its
    earliest completion over its widths: the least start at or after its dependencies'
    completions where every check admits it (a fixpoint, as greedy._earliest), then its
-   intervals are committed. The checks and commits come packed from greedy.packed_uses, so
-   the rules of the model stay in Python; this file only keeps interval sets. It makes the
+   intervals are committed. The checks and holds come packed by exchange/packed.py (from
+   greedy._uses), so the rules of the model stay in Python; this file only keeps interval
+   sets. It makes the
    same decisions as the Python greedy, transfer for transfer (tests/test_exact.py compares
-   them), about a hundred times faster: a fragment-level phase's pass in tens of
-   milliseconds instead of seconds, so that passes can be repeated (greedy.justify).
+   them), some twenty times faster or more: a fragment-level phase's pass in a fraction
+   of a second instead of seconds, so that passes can be repeated (exchange/justify.py).
 
    `check()` is called every CHECK_EVERY placements and may raise (Ctrl-C, a deadline). */
 
@@ -280,7 +281,7 @@ done:
 }
 
 static PyMethodDef methods[] = {
-    {"place", py_place, METH_VARARGS, "The list greedy over packed checks (see greedy.packed_uses)."},
+    {"place", py_place, METH_VARARGS, "The list greedy over packed checks (see exchange/packed.py)."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -1,10 +1,11 @@
 """The list greedy's checks as flat arrays, for its compiled engine (`_lists.c`).
 
 The rules stay in `greedy._uses`; packing turns them into integer arrays once per phase,
-so that a pass of the greedy over a fragment-level phase takes tens of milliseconds in C
-instead of seconds in Python, and many passes fit in a time limit (`justify`). The same
-arrays mirrored in time (`Packed.mirrored`) schedule the phase backwards: a schedule of
-the mirror, read from its end, is a schedule of the phase with the same horizon.
+so that a pass of the greedy over a fragment-level phase takes a fraction of a second in C
+instead of seconds in Python (random-60000: about 0.3 s against 8 s), and many passes fit
+in a time limit (`justify`). The same arrays mirrored in time (`Packed.mirrored`) schedule
+the phase backwards: a schedule of the mirror, read from its end, is a schedule of the
+phase with the same horizon.
 """
 
 from __future__ import annotations
