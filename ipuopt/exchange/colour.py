@@ -89,11 +89,17 @@ def round_colours(timings: list[Timing], params: SolveParams, limit: float,
     if not lengths or lengths[len(lengths) * 19 // 20] > 2 * lengths[len(lengths) // 20]:
         return None  # rounds fit transfers of about one length (95% within a factor 2)
     groups = tile_groups(timings, paired)
-    shapes = [_shape(timings, group, paired) for group in groups]
+    shapes = []
+    for group in groups:  # Ctrl-C heard between groups: seconds on a reduction's 70 groups
+        if params.stop.is_set():
+            return None
+        shapes.append(_shape(timings, group, paired))
     colours = [0] * len(timings)
     done: dict[tuple, list[int]] = {}
     for group, shape in zip(groups, shapes, strict=True):
         if shape not in done:
+            if params.stop.is_set():
+                return None
             left = limit - (time.perf_counter() - t0)
             found = _colour_group(timings, group, params, left / (len(set(shapes)) - len(done)),
                                   paired)
@@ -177,6 +183,8 @@ def _colour_group(timings: list[Timing], group: list[int], params: SolveParams,
             m.add_exactly_one(x[k])
             colour.append(sum(c * v for c, v in enumerate(x[k])))
         for clash in clashes:
+            if params.stop.is_set():  # building a group's model takes a second or more
+                return None
             if len(clash) > 1:
                 for c in range(rounds):
                     m.add_at_most_one(x[k][b] for k in clash
