@@ -20,6 +20,7 @@ import numpy as np
 
 from ipuopt.exchange.greedy import _priority_order
 from ipuopt.exchange.instance import Instance
+from ipuopt.exchange.justify import one_pass
 from ipuopt.exchange.packed import Packed, packed
 from ipuopt.exchange.random_phase import random_phase
 from ipuopt.spec import load_spec
@@ -31,11 +32,9 @@ def passes(pk: Packed, mirror: Packed, keys: np.ndarray, n: int) -> tuple[int, i
     end = starts + pk.end(slots)
     first = best = int(end.max())
     for _ in range(n):
-        rs, rslots = mirror.place(-end.astype(np.float64))
-        rend = rs + mirror.end(rslots)
-        starts, slots = pk.place((rend.max() - rend).astype(np.float64))
+        back, (h, starts, slots) = one_pass(pk, mirror, end)
         end = starts + pk.end(slots)
-        best = min(best, int(end.max()), int(rend.max()))
+        best = min(best, h, back[0])
     return first, best, starts, slots
 
 

@@ -18,12 +18,13 @@ at least `STALE`): improvements come in bursts, some after dozens of passes, ove
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 
 import numpy as np
 
 from ipuopt.errors import InputError
 from ipuopt.exchange.instance import Instance, Solution
-from ipuopt.exchange.packed import packed
+from ipuopt.exchange.packed import Packed, packed
 from ipuopt.params import Progress, SolveParams, Stopped
 from ipuopt.result import Result, Status
 
@@ -56,16 +57,13 @@ def solve_justify(inst: Instance, hint: Solution, params: SolveParams,
     passes = stale = 0
     while best[0] > inst.bound and stale < max(STALE, passes - stale) and (most is None or passes < most):
         try:
-            rs, rslots = backward.place(-end.astype(np.float64), check=check)
-            rend = rs + backward.end(rslots)
-            mirror = (int(rend.max(initial=0)), rend.max(initial=0) - rend, rslots)  # read from its end
-            starts, slots = forward.place(mirror[1].astype(np.float64), check=check)
+            mirror, ahead = one_pass(forward, backward, end, check)
         except Stopped:
             break
         passes += 1
-        end = starts + forward.end(slots)
+        end = ahead[1] + forward.end(ahead[2])
         stale += 1
-        for found in (mirror, (int(end.max(initial=0)), starts, slots)):
+        for found in (mirror, ahead):
             if found[0] < best[0]:
                 best, stale = found, 0
                 if progress is not None:
@@ -73,3 +71,17 @@ def solve_justify(inst: Instance, hint: Solution, params: SolveParams,
     solution = forward.solution(best[1], best[2], inst.timings)
     status = Status.OPTIMAL if best[0] <= inst.bound else Status.FEASIBLE
     return Result(status, solution, best[0], inst.bound, solver="justify", extras={"passes": passes})
+
+
+Scheduled = tuple[int, np.ndarray, np.ndarray]  # horizon, starts, width options
+
+
+def one_pass(forward: Packed, backward: Packed, end: np.ndarray, check: Callable[[], None] | None = None,
+             ) -> tuple[Scheduled, Scheduled]:
+    """One backward and one forward pass from a schedule whose completions are `end`: the
+    backward schedule read from its end, and the forward schedule, both of the phase."""
+    rs, rslots = backward.place(-end.astype(np.float64), check=check)
+    rend = rs + backward.end(rslots)
+    mirror = (int(rend.max(initial=0)), rend.max(initial=0) - rend, rslots)
+    starts, slots = forward.place(mirror[1].astype(np.float64), check=check)
+    return mirror, (int((starts + forward.end(slots)).max(initial=0)), starts, slots)
