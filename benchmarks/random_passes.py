@@ -3,11 +3,16 @@ rule's schedule and from a random order, with and without the dependencies, and 
 the critical path of the result.
 
     .venv/bin/python benchmarks/random_passes.py [--transfers 60000] [--passes 40] [--no-trace]
+        [--format-switch N] [--only-first] [--profile]
 
 Prints per start: the first schedule's horizon, the best after `--passes` passes, seconds;
 then the same from `longest` on the phase without dependencies; then the critical path of
 the phase's last schedule, traced back from its last transfer through what held each step
 (a dependency, a lane or memory element, a receive lane's format switch), in cycles.
+`--format-switch N` runs it on gc200 with that format switch (0: none); `--only-first`
+keeps the first start (`longest`) of each variant; `--profile` prints, for the first
+start's last schedule, how busy the receive lanes are over time and the lanes that end last beside their
+own bounds (is the horizon held by the heaviest lanes, or by all of them at once?).
 """
 
 from __future__ import annotations
@@ -15,9 +20,11 @@ from __future__ import annotations
 import argparse
 import time
 from collections import Counter, defaultdict
+from dataclasses import replace
 
 import numpy as np
 
+from ipuopt.exchange.bounds import receive_lane_bounds
 from ipuopt.exchange.greedy import _priority_order
 from ipuopt.exchange.instance import Instance
 from ipuopt.exchange.justify import one_pass
@@ -80,20 +87,53 @@ def critical_path(pk: Packed, starts: np.ndarray, slots: np.ndarray) -> tuple[in
     return steps, held
 
 
+def profile(inst: Instance, pk: Packed, starts: np.ndarray, slots: np.ndarray, bucket: int = 200) -> None:
+    """Receive lanes' busy share and the mean fanout of what starts, per `bucket` cycles;
+    the ten lanes that end last."""
+    lead = inst.spec.exchange.rx_lead
+    busy: Counter = Counter()
+    fanout: dict[int, list[int]] = defaultdict(list)  # bucket of the start -> destinations
+    ends: dict[int, int] = defaultdict(int)
+    for i, tm in enumerate(inst.timings):
+        d = tm.duration[pk.widths[i][slots[i]]]
+        fanout[int(starts[i]) // bucket].append(len(tm.arrival))
+        for x, a in tm.arrival.items():
+            lo, hi = int(starts[i]) + a - lead, int(starts[i]) + a + d
+            ends[x] = max(ends[x], hi)
+            for b in range(max(lo, 0) // bucket, (hi - 1) // bucket + 1):
+                busy[b] += min(hi, (b + 1) * bucket) - max(lo, b * bucket)
+    lanes = inst.spec.tiles * bucket
+    print(f"receive lanes busy per {bucket} cycles (% of all tiles'): "
+          + " ".join(f"{100 * busy[b] // lanes}" for b in range(max(busy) + 1)))
+    print(f"mean fanout of the transfers starting in each {bucket} cycles: "
+          + " ".join(f"{np.mean(fanout[b]):.1f}" for b in sorted(fanout)))
+    bound = receive_lane_bounds(inst.timings, inst.spec)
+    last = sorted(ends, key=lambda x: -ends[x])[:10]
+    print("lanes that end last (tile: end / its own bound): "
+          + ", ".join(f"{x}: {ends[x]} / {bound[x]}" for x in last)
+          + f"; the heaviest lane's bound: {max(bound.values())}", flush=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--transfers", type=int, default=60000)
     ap.add_argument("--passes", type=int, default=40)
     ap.add_argument("--no-trace", action="store_true", help="skip the critical path")
+    ap.add_argument("--format-switch", type=int, default=None, help="gc200 with this format switch")
+    ap.add_argument("--only-first", action="store_true", help="one start per variant: longest")
+    ap.add_argument("--profile", action="store_true", help="receive lanes over time, last lanes")
     args = ap.parse_args()
     spec = load_spec("gc200")
+    if args.format_switch is not None:
+        spec = replace(spec, exchange=replace(spec.exchange, format_switch=args.format_switch))
     print(f"{'phase':<18} {'start':<8} {'first':>6} {'passes':>6} {'best':>6} {'time':>6}", flush=True)
     last = None
     for variant, p_dep in (("as is", 0.1), ("no dependencies", 0.0)):
         inst = Instance(random_phase(spec, args.transfers, seed=0, p_dep=p_dep), spec)
         pk = packed(inst.timings, spec)
         mirror = pk.mirrored()
-        rules = ("longest", "load", "input", "reverse", "random") if variant == "as is" else ("longest",)
+        rules = ("longest", "load", "input", "reverse", "random")
+        rules = rules if variant == "as is" and not args.only_first else rules[:1]
         for rule in rules:
             t0 = time.perf_counter()
             first, best, starts, slots = passes(pk, mirror, rule_keys(inst, rule), args.passes)
@@ -101,6 +141,8 @@ def main() -> None:
                   f"{time.perf_counter() - t0:>5.0f}s", flush=True)
             if last is None:
                 last = (pk, starts, slots)
+                if args.profile:
+                    profile(inst, pk, starts, slots)
     if not args.no_trace and last is not None:
         steps, held = critical_path(*last)
         print(f"critical path of the first schedule above: {steps} steps; cycles held by "
