@@ -189,9 +189,12 @@ def generate(workload: Workload | str | Path, spec: Spec | str = "gc200",
 
 def run(workload: Workload | str | Path, spec: Spec | str = "gc200", layouts: dict[str, str] | None = None,
         solver: str | None = None, *, time_limit: float | None = None, grain: int | str | None = None,
-        ) -> dict[str, Any]:
-    """The whole program on the chip (see `ipuopt run`): per boundary barrier metrics and totals."""
-    chosen, params = resolve("exchange", solver, time_limit=time_limit)
+        workers: int | None = None, seed: int | None = None, profile: str | None = None,
+        params: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The whole program on the chip (see `ipuopt run`): per boundary barrier metrics and totals.
+    `workers`, `seed`, `profile` and `params` go to every phase's solver, as in `solve`."""
+    chosen, params = resolve("exchange", solver, profile=profile, time_limit=time_limit, workers=workers,
+                             seed=seed, options=params)
     gen = generate(workload, spec, layouts, grain)
     return run_program(gen, chosen.name, params).to_dict()
 

@@ -68,6 +68,9 @@ SpecOpt = Annotated[str | None, typer.Option("--spec", help="Spec name or file; 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Machine-readable output.")]
 VerboseOpt = Annotated[bool, typer.Option("--verbose", help="The solver's own log, on stderr.")]
 QuietOpt = Annotated[bool, typer.Option("--quiet", help="No progress lines on stderr (results still print).")]
+WorkersOpt = Annotated[int | None, typer.Option(help="Solver threads.")]
+SeedOpt = Annotated[int | None, typer.Option(help="Random seed (with --workers 1: reproducible).")]
+ParamOpt = Annotated[list[str], typer.Option(help="Backend parameter KEY=VALUE, repeatable.")]
 ExportOpt = Annotated[Path | None, typer.Option(
     "--export", help="Write the exact model here instead of solving: .pb or .pbtxt (CP-SAT), .mps or .lp "
                      "(MILP).")]
@@ -296,9 +299,9 @@ def solve_cmd(
              "(default greedy; auto with --time-limit)",
     )] = None,
     time_limit: Annotated[float | None, typer.Option(help=LimitHelp)] = None,
-    workers: Annotated[int | None, typer.Option(help="Solver threads.")] = None,
-    seed: Annotated[int | None, typer.Option(help="Random seed (with --workers 1: reproducible).")] = None,
-    param: Annotated[list[str], typer.Option(help="Backend parameter KEY=VALUE, repeatable.")] = [],  # noqa: B006
+    workers: WorkersOpt = None,
+    seed: SeedOpt = None,
+    param: ParamOpt = [],  # noqa: B006
     out: Annotated[Path | None, typer.Option(help="Write the schedule here (.json, or .yaml).")] = None,
     export: ExportOpt = None,
     json_out: JsonOpt = False,
@@ -668,6 +671,9 @@ def run_cmd(
                                                     "| iterated | colour | auto")] = None,
     time_limit: Annotated[float | None, typer.Option(help=LimitHelp + " Shared by the phases in "
                                                      "proportion to their transfers.")] = None,
+    workers: WorkersOpt = None,
+    seed: SeedOpt = None,
+    param: ParamOpt = [],  # noqa: B006
     out: Annotated[Path | None, typer.Option(help="Write the run here (.json or .yaml; for render "
                                                   "--program).")] = None,
     grain: GrainOpt = None,
@@ -679,7 +685,7 @@ def run_cmd(
     from ipuopt.workloads.program import run_program
     from ipuopt.workloads.workload import load_workload
 
-    backend, params = _params(profile, solver, time_limit, None, None, [])
+    backend, params = _params(profile, solver, time_limit, workers, seed, param)
     _check_out(out, spec, plan, profile)
     params.start_clock(method("exchange", backend).default_limit, since=START)
     wl = load_workload(workload)

@@ -122,6 +122,27 @@ def test_program_replay(tmp_path: Path) -> None:
     assert r.returncode == 0 and json.loads(r.stdout)["layouts"]["gemm1"]["layout"] == doc["layouts"]["gemm1"]
 
 
+def test_program_replay_takes_the_solvers_options() -> None:
+    """`run` (and `ipuopt.run`) hands --param, --workers and --seed to every phase's solver:
+    justify's passes are fixed (the same run twice) and no phase ends above the greedy's,
+    nor CP-SAT's."""
+    def horizons(*args: str) -> list[int]:
+        r = run_cli("run", "mini-mlp", "--spec", "test64", "--grain", "box", "--json", "--quiet", *args)
+        assert r.returncode == 0, r.stderr
+        return [b["horizon"] for b in json.loads(r.stdout)["boundaries"]]
+
+    greedy = horizons()
+    passes = horizons("--solver", "justify", "--param", "passes=3")
+    assert passes == horizons("--solver", "justify", "--param", "passes=3")
+    exact = horizons("--solver", "cpsat", "--workers", "1", "--seed", "0", "--time-limit", "8")
+    assert all(p <= g and e <= g for p, e, g in zip(passes, exact, greedy, strict=True))
+    assert passes != greedy  # the passes shortened at least one phase
+    import ipuopt
+
+    doc = ipuopt.run("mini-mlp", "test64", solver="justify", grain="box", params={"passes": 3})
+    assert [b["horizon"] for b in doc["boundaries"]] == passes  # the Python API, the same
+
+
 def test_solve_prints_the_critical_chain() -> None:
     doc = json.loads(run_cli("solve", "tiny", "--solver", "cpsat", "--chain", "--json").stdout)
     chain = doc["critical_chain"]
