@@ -11,8 +11,9 @@ the phase's last schedule, traced back from its last transfer through what held 
 (a dependency, a lane or memory element, a receive lane's format switch), in cycles.
 `--format-switch N` runs it on gc200 with that format switch (0: none); `--only-first`
 keeps the first start (`longest`) of each variant; `--profile` prints, for the first
-start's last schedule, how busy the receive lanes are over time and the lanes that end last beside their
-own bounds (is the horizon held by the heaviest lanes, or by all of them at once?).
+start's last schedule, how busy the receive lanes are over time, what starts when, and the
+lanes that end last beside their own bounds (is the horizon held by the heaviest lanes, or
+by all of them at once?).
 """
 
 from __future__ import annotations

@@ -193,10 +193,10 @@ def run(workload: Workload | str | Path, spec: Spec | str = "gc200", layouts: di
         params: dict[str, Any] | None = None) -> dict[str, Any]:
     """The whole program on the chip (see `ipuopt run`): per boundary barrier metrics and totals.
     `workers`, `seed`, `profile` and `params` go to every phase's solver, as in `solve`."""
-    chosen, params = resolve("exchange", solver, profile=profile, time_limit=time_limit, workers=workers,
-                             seed=seed, options=params)
+    chosen, settings = resolve("exchange", solver, profile=profile, time_limit=time_limit, workers=workers,
+                               seed=seed, options=params)
     gen = generate(workload, spec, layouts, grain)
-    return run_program(gen, chosen.name, params).to_dict()
+    return run_program(gen, chosen.name, settings).to_dict()
 
 
 def optimize(workload: Workload | str | Path, spec: Spec | str = "gc200", *, grain: int | str | None = None,
