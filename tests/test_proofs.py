@@ -10,7 +10,7 @@ from ortools.sat.python import cp_model
 from ipuopt.exchange.cpsat import _Probes, build_model, mirrored, time_symmetric
 from ipuopt.exchange.greedy import greedy_schedule
 from ipuopt.exchange.openshop import openshop_phase, read_openshop
-from ipuopt.exchange.phase import Phase, Transfer
+from ipuopt.exchange.phase import Phase, Transfer, load_phase
 from ipuopt.exchange.random_phase import random_phase
 from ipuopt.exchange.schedule import Schedule
 from ipuopt.exchange.solve import solve
@@ -104,6 +104,17 @@ def test_decision_questions_prove_what_optimising_left_open() -> None:
         assert r.extras["probes"][0] == [1000, "none"]
         assert r.extras["probes"][-1] in ([1042, 1042], [1041, "none"])
         assert validate(phase, spec, r.solution).ok
+
+
+def test_open_shops_optimise_a_fifth_of_the_time_other_phases_half() -> None:
+    """Where the mirror is broken (an open shop) the questions get 80% of the time by default;
+    any other phase, and a given `prove_split`, as before."""
+    shop = openshop_phase(read_openshop(ROOT / "tests" / "data" / "openshop" / "ta4x4_1os.txt"))
+    assert solve(shop, load_spec("openshop"), "cpsat", {"time_limit": 5}).extras["prove_split"] == 0.2
+    assert solve(shop, load_spec("openshop"), "cpsat", {"time_limit": 5, "prove_split": 0.7}
+                 ).extras["prove_split"] == 0.7
+    tiny, spec = load_phase(ROOT / "models" / "examples" / "tiny.yaml")
+    assert solve(tiny, spec, "cpsat", {"time_limit": 5}).extras["prove_split"] == 0.5
 
 
 def test_probes_end_when_the_last_question_stays_open() -> None:
