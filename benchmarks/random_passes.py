@@ -40,8 +40,7 @@ def passes(pk: Packed, mirror: Packed, keys: np.ndarray, n: int) -> tuple[int, i
     end = starts + pk.end(slots)
     first = best = int(end.max())
     for _ in range(n):
-        back, (h, starts, slots) = one_pass(pk, mirror, end)
-        end = starts + pk.end(slots)
+        back, (h, starts, slots), end = one_pass(pk, mirror, end)
         best = min(best, h, back[0])
     return first, best, starts, slots
 

@@ -137,6 +137,7 @@ def build_model(spec: Spec, timings: list[Timing], upper: int,
 # the questions prove and the optimiser barely moves its bound (benchmarks/README.md, "Open
 # shop": Brucker's j6-per0-0, j7-per0-1, j7-per10-0 proven in 25-27 s at 0.2, 41-45 s at 0.5)
 OPEN_SHOP_SPLIT = 0.2
+SPLIT = 0.5  # on any other phase
 
 
 def time_symmetric(spec: Spec, timings: list[Timing]) -> bool:
@@ -283,8 +284,8 @@ def solve_cpsat(inst: Instance, hint: Solution, params: SolveParams,
                 progress: Progress | None = None) -> Result:
     """Minimise the horizon; the greedy schedule is the hint and the fallback.
 
-    With a time limit, the first `prove_split` of it (default 0.5, `OPEN_SHOP_SPLIT` on a
-    phase whose mirror is broken) optimises;
+    With a time limit, the first `prove_split` of it (default `SPLIT`, `OPEN_SHOP_SPLIT` on
+    a phase whose mirror is broken) optimises;
     if that ends unproved, the rest asks plain decision questions "is there a
     schedule of horizon at most T?" (`_Probes`). Without an objective CP-SAT's
     propagation often refutes one far sooner than the optimiser moves its bound,
@@ -311,8 +312,9 @@ def solve_cpsat(inst: Instance, hint: Solution, params: SolveParams,
     except Stopped:
         return Result(Status.FALLBACK, hint, upper, None, time.perf_counter() - t0, "cpsat",
                       {"reason": "stopped while building the model"})
-    split = float(given) if given is not None else OPEN_SHOP_SPLIT if em.stats.get("mirror_broken") else 0.5
-    if em.stats.get("mirror_broken"):
+    broken = em.stats.get("mirror_broken")
+    split = float(given) if given is not None else OPEN_SHOP_SPLIT if broken else SPLIT
+    if broken:
         tm = mirror_anchor(timings)
         tid = tm.transfer.id
         if 2 * hint[0][tid] + tm.end_offset(hint[1][tid]) > upper:
@@ -350,7 +352,7 @@ def solve_cpsat(inst: Instance, hint: Solution, params: SolveParams,
         # With the mirror broken, refutations come sooner and schedules later (j8-per10-0:
         # bound 1,015 against 1,010; j8-per10-1: 1,000 found only without): race both.
         models = [em] + ([build_model(spec, timings, upper, lower, break_mirror=False)]
-                         if em.stats.get("mirror_broken") else [])
+                         if broken else [])
         for other in models[1:]:
             other.model.clear_objective()
         probe = _Probes(bound, incumbent)

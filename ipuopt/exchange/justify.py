@@ -57,11 +57,10 @@ def solve_justify(inst: Instance, hint: Solution, params: SolveParams,
     passes = stale = 0
     while best[0] > inst.bound and stale < max(STALE, passes - stale) and (most is None or passes < most):
         try:
-            mirror, ahead = one_pass(forward, backward, end, check)
+            mirror, ahead, end = one_pass(forward, backward, end, check)
         except Stopped:
             break
         passes += 1
-        end = ahead[1] + forward.end(ahead[2])
         stale += 1
         for found in (mirror, ahead):
             if found[0] < best[0]:
@@ -77,11 +76,13 @@ Scheduled = tuple[int, np.ndarray, np.ndarray]  # horizon, starts, width options
 
 
 def one_pass(forward: Packed, backward: Packed, end: np.ndarray, check: Callable[[], None] | None = None,
-             ) -> tuple[Scheduled, Scheduled]:
+             ) -> tuple[Scheduled, Scheduled, np.ndarray]:
     """One backward and one forward pass from a schedule whose completions are `end`: the
-    backward schedule read from its end, and the forward schedule, both of the phase."""
+    backward schedule read from its end, the forward schedule (both of the phase), and the
+    forward schedule's completions, where the next pass starts."""
     rs, rslots = backward.place(-end.astype(np.float64), check=check)
     rend = rs + backward.end(rslots)
-    mirror = (int(rend.max(initial=0)), rend.max(initial=0) - rend, rslots)
-    starts, slots = forward.place(mirror[1].astype(np.float64), check=check)
-    return mirror, (int((starts + forward.end(slots)).max(initial=0)), starts, slots)
+    horizon = int(rend.max(initial=0))
+    starts, slots = forward.place((horizon - rend).astype(np.float64), check=check)
+    ahead = starts + forward.end(slots)
+    return (horizon, horizon - rend, rslots), (int(ahead.max(initial=0)), starts, slots), ahead
