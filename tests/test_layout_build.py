@@ -300,3 +300,37 @@ def test_regions_off_alignment_price_every_run_as_one_that_may_pair():
             assert priced <= lanes_bound(mine, spec)
             checked += 1
     assert checked >= 4
+
+
+def test_overlapping_boxes_are_those_of_the_full_table():
+    """`overlapping` finds exactly the pairs the full (i, j) table finds, on random boxes
+    (empty and touching ones among them) and on grid cuts like a layout's."""
+    import numpy as np
+
+    from ipuopt.workloads.overlaps import overlapping
+
+    rng = np.random.default_rng(0)
+
+    def full(alo, ahi, blo, bhi):
+        hit = np.all(np.maximum(alo[:, None], blo[None]) < np.minimum(ahi[:, None], bhi[None]), axis=2)
+        return set(zip(*np.nonzero(hit), strict=True)) if hit.size else set()
+
+    def grid(n, parts):
+        cuts = [np.linspace(0, n, k + 1).astype(int) for k in parts]
+        lo = np.array([[a[i], b[j], c[k]] for i in range(parts[0]) for j in range(parts[1])
+                       for k in range(parts[2]) for a, b, c in [cuts]])
+        hi = np.array([[a[i + 1], b[j + 1], c[k + 1]] for i in range(parts[0]) for j in range(parts[1])
+                       for k in range(parts[2]) for a, b, c in [cuts]])
+        return lo, hi
+
+    cases = []
+    for _ in range(200):
+        na, nb = rng.integers(0, 25, 2)
+        lo_a, lo_b = rng.integers(0, 8, (na, 3)), rng.integers(0, 8, (nb, 3))
+        cases.append((lo_a, lo_a + rng.integers(0, 4, (na, 3)), lo_b, lo_b + rng.integers(0, 4, (nb, 3))))
+    cases.append((*grid(60, (1, 4, 3)), *grid(60, (5, 2, 1))))
+    cases.append((*grid(36, (2, 3, 6)), *grid(36, (3, 3, 2))))
+    for alo, ahi, blo, bhi in cases:
+        i, j = overlapping(alo, ahi, blo, bhi)
+        got = list(zip(i.tolist(), j.tolist(), strict=True))
+        assert len(got) == len(set(got)) and set(got) == full(alo, ahi, blo, bhi)

@@ -59,6 +59,7 @@ class Catalogue:
         self.origin: dict[str, tuple[Operator, Candidate]] = {}
         self.needs: dict[str, tuple[Operator, int, Candidate]] = {}  # need label -> a candidate
         self.cands: dict[str, list[Cand]] = {}
+        self.own_memo: dict[tuple, int] = {}  # `own_exchange`'s figures
         self.enumerated: dict[str, int] = {}
         for op in self.ops:
             made = self._gemms(op, min_utilisation) if op.kind == "gemm" else self._elementwise(op)
@@ -83,7 +84,7 @@ class Catalogue:
             bb = c.batches_per_group
             piece = bb * math.ceil(mb / lay.sub_a) * math.ceil(nb / lay.sub_b) if lay.parts > 1 \
                 else bb * mb * nb
-            own = own_exchange(wl, op, c, spec, self.grain)
+            own = own_exchange(wl, op, c, spec, self.grain, self.own_memo)
             needs, blocks = {}, {}
             for which, t in self.inputs(op):
                 label = need_label(op, which, c)

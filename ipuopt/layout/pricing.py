@@ -30,6 +30,7 @@ from ipuopt.workloads.boxes import Range, nth, split, volume, widths
 from ipuopt.workloads.fragments import Grain, cuts_keep_alignment, lane_work, paired_runs, runs_of
 from ipuopt.workloads.gemm import PARTIAL_BYTES, Candidate, GemmLayout
 from ipuopt.workloads.geometry import default_input_layout, grid_tile, operand_needs, output_pieces
+from ipuopt.workloads.overlaps import overlapping
 from ipuopt.workloads.records import Need, Piece
 from ipuopt.workloads.workload import Operator, Workload
 
@@ -152,23 +153,21 @@ def move_lanes(held: Held, needs: list[Need], elem: int, spec: Spec, grain: Grai
                lanes: Lanes | None = None) -> Lanes:
     """The lane work of routing `needs` from `held`, added to `lanes` (a phase moving several
     tensors loads the same lanes): every (need, piece) overlap at once, a block of needs at
-    a time."""
+    a time (`overlapping` finds the overlaps without the table of every pair)."""
     ex = spec.exchange
     lanes = lanes or Lanes(spec)
     block = max(1, 2_000_000 // max(1, len(held.tiles)))
     for first in range(0, len(needs), block):
         part = needs[first:first + block]
-        nlo = np.array([[r[0] for r in need.box] for need in part], dtype=np.int64)
-        nhi = np.array([[r[1] for r in need.box] for need in part], dtype=np.int64)
+        nlo = np.array([[r[0] for r in need.box] for need in part], dtype=np.int64).reshape(-1, 3)
+        nhi = np.array([[r[1] for r in need.box] for need in part], dtype=np.int64).reshape(-1, 3)
         naddr = np.array([need.addr for need in part], dtype=np.int64)
-        ilo = np.maximum(held.lo[None], nlo[:, None])
-        ihi = np.minimum(held.hi[None], nhi[:, None])
-        n, p = np.nonzero(np.all(ilo < ihi, axis=2))
+        n, p = overlapping(nlo, nhi, held.lo, held.hi)
         if not len(n):
             continue
-        runs, run_bytes = runs_of(ilo[n, p], ihi[n, p], (held.lo[p], held.hi[p]), (nlo[n], nhi[n]),
-                                  elem, grain)
-        paired = paired_runs(ilo[n, p], ihi[n, p], (held.lo[p], held.hi[p], held.addr[p]),
+        ilo, ihi = np.maximum(held.lo[p], nlo[n]), np.minimum(held.hi[p], nhi[n])
+        runs, run_bytes = runs_of(ilo, ihi, (held.lo[p], held.hi[p]), (nlo[n], nhi[n]), elem, grain)
+        paired = paired_runs(ilo, ihi, (held.lo[p], held.hi[p], held.addr[p]),
                              (nlo[n], nhi[n], naddr[n]), elem, grain, ex.paired_alignment
                              ) if _regions_aligned(spec) else runs.copy()
         paired[partners(spec)[held.tiles[p]] < 0] = 0  # a tile without a partner sends ordinary
@@ -260,45 +259,64 @@ def input_held(wl: Workload, tensor: str, spec: Spec) -> Held:
 
 
 def own_exchange(wl: Workload, op: Operator, c: Candidate, spec: Spec, grain: Grain = None,
-                 ) -> dict[str, int]:
+                 memo: dict[tuple, int] | None = None) -> dict[str, int]:
     """Load bounds of the GEMM's own phases, in closed form: the weight broadcast (when B is
     a weight) and the reduction (when P > 1). The largest block holds the busiest lanes.
-    Both move whole stored boxes (one run each), so only a grain cuts them."""
-    ex = spec.exchange
+    Both move whole stored boxes (one run each), so only a grain cuts them. `memo` (one per
+    workload, spec and grain) keeps each figure for the candidates that share its inputs:
+    the weight region, say, changes neither."""
     lay = c.layout
     batch, m, k, n = wl.gemm_dims(op)
-    lat0 = spec.latency(0, 1)
-    kb, nb = math.ceil(k / lay.parts), math.ceil(n / lay.cols)
-    bb = c.batches_per_group
-
-    def work(nbytes: list[int], per: int) -> np.ndarray:
-        return box_work(nbytes, spec, grain, lambda w: per + fastest_of(w, spec))
-
+    memo = {} if memo is None else memo
     out = {"weights": 0, "reduction": 0}
     if wl.tensors[op.inputs[1].tensor].weight and lay.rows > 1:
-        b_view = op.inputs[1]
-        boxes = b_view.to_stored(((0, bb), (0, kb), (0, nb)), wl.tensors[b_view.tensor].shape)
-        nbytes = [volume(b) * wl.elem_bytes for b in boxes]
-        chunks = math.ceil((lay.rows - 1) / ex.max_fanout)
-        tx = chunks * int(work(nbytes, ex.tx_overhead).sum())
-        rx = int(work(nbytes, ex.rx_lead).sum())
-        out["weights"] = max(tx + lat0, rx + ex.tx_overhead + lat0 - ex.rx_lead)
+        key = ("weights", op.name, c.batches_per_group, math.ceil(k / lay.parts), math.ceil(n / lay.cols),
+               lay.rows)
+        if key not in memo:
+            memo[key] = _weights_bound(wl, op, spec, grain, *key[2:])
+        out["weights"] = memo[key]
     if lay.parts > 1:
-        tx = rx = 0
-        # a piece pairs only from an aligned offset in its partial's block, so the widest
-        # block need not be the busiest: every block shape (two widths a dimension at most)
-        groups = {min(batch, bb), batch - (c.groups - 1) * bb}  # every group but the last holds bb
-        for bw, mw, nw in itertools.product(groups, widths(m, lay.rows), widths(n, lay.cols)):
-            nbytes = np.array([bw * (a1 - a0) * (b1 - b0) * PARTIAL_BYTES
-                               for a0, a1 in split(mw, lay.sub_a) for b0, b1 in split(nw, lay.sub_b)])
-            split_runs = (np.ones_like(nbytes), _aligned(np.cumsum(nbytes) - nbytes, grain, spec), nbytes,
-                          grain, spec)
-            sends = _runs_work(*split_runs, lambda w: ex.tx_overhead + fastest_of(w, spec), ex.tx_overhead)
-            tx = max(tx, int(sends.sum() - sends.min()))  # a partial sends every piece but its own
-            rx = max(rx, (lay.parts - 1) * int(_runs_work(
-                *split_runs, lambda w: ex.rx_lead + fastest_of(w, spec), ex.rx_lead).max()))
-        out["reduction"] = max(tx + lat0, rx + ex.tx_overhead + lat0 - ex.rx_lead)
+        key = ("reduction", op.name, c.batches_per_group, c.groups, lay.rows, lay.cols, lay.sub_a,
+               lay.sub_b, lay.parts)
+        if key not in memo:
+            memo[key] = _reduction_bound(spec, grain, batch, m, n, *key[2:])
+        out["reduction"] = memo[key]
     return out
+
+
+def _weights_bound(wl: Workload, op: Operator, spec: Spec, grain: Grain, bb: int, kb: int, nb: int,
+                   rows: int) -> int:
+    """Row 0's weight blocks multicast to the other `rows` - 1 rows."""
+    ex = spec.exchange
+    b_view = op.inputs[1]
+    boxes = b_view.to_stored(((0, bb), (0, kb), (0, nb)), wl.tensors[b_view.tensor].shape)
+    nbytes = [volume(b) * wl.elem_bytes for b in boxes]
+    chunks = math.ceil((rows - 1) / ex.max_fanout)
+    tx = chunks * int(box_work(nbytes, spec, grain, lambda w: ex.tx_overhead + fastest_of(w, spec)).sum())
+    rx = int(box_work(nbytes, spec, grain, lambda w: ex.rx_lead + fastest_of(w, spec)).sum())
+    return max(tx + spec.latency(0, 1), rx + ex.tx_overhead + spec.latency(0, 1) - ex.rx_lead)
+
+
+def _reduction_bound(spec: Spec, grain: Grain, batch: int, m: int, n: int, bb: int, groups: int, rows: int,
+                     cols: int, sub_a: int, sub_b: int, parts: int) -> int:
+    """Each partial's pieces sent to the partials that reduce them. A piece pairs only from
+    an aligned offset in its partial's block, so the widest block need not be the busiest:
+    every block shape (two widths a dimension at most), all priced at once."""
+    ex = spec.exchange
+    shapes = itertools.product({min(batch, bb), batch - (groups - 1) * bb},  # the last group may hold fewer
+                               widths(m, rows), widths(n, cols))
+    blocks = [np.outer([hi - lo for lo, hi in split(mw, sub_a)], [hi - lo for lo, hi in split(nw, sub_b)]
+                       ).ravel() * (bw * PARTIAL_BYTES) for bw, mw, nw in shapes]
+    nbytes = np.concatenate(blocks).astype(np.int64)
+    offset = np.concatenate([np.cumsum(b) - b for b in blocks])
+    first = np.cumsum([0] + [len(b) for b in blocks[:-1]])
+    split_runs = (np.ones_like(nbytes), _aligned(offset, grain, spec), nbytes, grain, spec)
+    sends = _runs_work(*split_runs, lambda w: ex.tx_overhead + fastest_of(w, spec), ex.tx_overhead)
+    tx = int((np.add.reduceat(sends, first) - np.minimum.reduceat(sends, first)).max())  # all but its own
+    rx = (parts - 1) * int(_runs_work(*split_runs, lambda w: ex.rx_lead + fastest_of(w, spec),
+                                      ex.rx_lead).max())
+    lat0 = spec.latency(0, 1)
+    return max(tx + lat0, rx + ex.tx_overhead + lat0 - ex.rx_lead)
 
 
 def inflow_floor(wl: Workload, op: Operator, c: Candidate, spec: Spec, grain: Grain,
