@@ -169,12 +169,14 @@ def select_layouts(problem: LayoutProblem | dict[str, Any] | str | Path, solver:
     WORKLOAD` does): status, cycles, bound, the choice per operator, the beam's plan and where
     it lost the exact one, the k best plans; `rerank` (an exchange method) also ranks the plans
     by their scheduled programs."""
-    from ipuopt.layout.select import problem_of, select
+    from ipuopt.layout.select import plan_of
 
     params = resolve("layout", solver, time_limit=time_limit, workers=workers, seed=seed)[1]
+    if time_limit is not None:
+        params.start_clock()
     again = resolve("exchange", rerank) if rerank is not None else None
-    found, built = problem_of(problem, spec, k, check=params.stop.check)
-    return select(found, solver, params, k, width, beam, built, (again[0].name, again[1]) if again else None)
+    return plan_of(problem, spec, solver, params, k, None, width, beam,
+                   (again[0].name, again[1]) if again else None)
 
 
 def generate(workload: Workload | str | Path, spec: Spec | str = "gc200",

@@ -557,22 +557,24 @@ def compare_cmd(
 
 def _plan_layouts(plan: Path | None, wl, spec) -> dict:
     """A layout plan's `choice` of GEMM layouts (operator -> candidate id, which is the layout
-    label); elementwise operators run on their input's layout. A plan made for another
-    workload is reported as that."""
+    label), or a run's `layouts` (`ipuopt run` and `optimize` write them); elementwise
+    operators run on their input's layout. A plan made for another workload (by its name) is
+    reported as that."""
     if plan is None:
         return {}
     doc = read_document(plan)
-    choice = doc.get("choice") if isinstance(doc, dict) else None
+    key = "layouts" if isinstance(doc, dict) and "choice" not in doc and "layouts" in doc else "choice"
+    choice = doc.get(key) if isinstance(doc, dict) else None
     if not isinstance(choice, dict) or not all(isinstance(v, str) for v in choice.values()):
-        raise InputError.one(str(plan), "choice", "a plan needs a mapping operator -> candidate id")
+        raise InputError.one(str(plan), key, "a plan needs a mapping operator -> candidate id")
     named = doc.get("workload")
-    if isinstance(named, str) and wl.name not in (named, Path(named).stem):
+    if isinstance(named, str) and named != wl.name:
         raise InputError.one(str(plan), "workload", f"a plan for workload {named!r}, not {wl.name!r}")
     ops = {o.name: o for o in wl.operators}
     if unknown := sorted(set(choice) - set(ops)):
-        raise InputError.one(str(plan), "choice", f"operators not in {wl.name}: {', '.join(unknown)}")
+        raise InputError.one(str(plan), key, f"operators not in {wl.name}: {', '.join(unknown)}")
     return _parse_layouts([f"{op}={label}" for op, label in choice.items() if ops[op].kind == "gemm"],
-                          spec, f"{plan}: choice")
+                          spec, f"{plan}: {key}")
 
 
 PlanOpt = Annotated[Path | None, typer.Option(help="A layout plan JSON; its `choice` gives the layouts.")]
@@ -1107,7 +1109,7 @@ def layout_cmd(
 ) -> None:
     """Pick one candidate per operator: least compute + exchange + redistribution cycles
     within memory; exact (MILP or CP-SAT) or the beam baseline."""
-    from ipuopt.layout.select import BuildOptions, problem_of, select, source_path
+    from ipuopt.layout.select import BuildOptions, plan_of, problem_of, source_path
 
     params = resolve("layout", solver, time_limit=time_limit, workers=workers, seed=seed,
                      options={"verbose": True} if verbose else None)[1]
@@ -1120,26 +1122,29 @@ def layout_cmd(
     if time_limit is not None:
         params.start_clock(since=START)
     options = BuildOptions(within, min_utilisation, exchange, grain)
-    try:
-        with _Progress(quiet, "layout problem") as progress:
-            problem_, built = problem_of(problem, spec, k, options, progress, params.stop.check)
-    except Stopped:
-        _err(f"error: the time limit ({time_limit:g} s) ran out while building the layout problem of "
-             f"{problem}; give more time, or build it once with `ipuopt layout-problem` and solve that file")
-        raise typer.Exit(1) from None
     if export is not None:
         from ipuopt.export import layout_model
 
+        try:
+            with _Progress(quiet, "layout problem") as progress:
+                problem_, _ = problem_of(problem, spec, k, options, progress, params.stop.check)
+        except Stopped:
+            _err(f"error: the time limit ({time_limit:g} s) ran out while building the layout problem of "
+                 f"{problem}; give more time, or build it once with `ipuopt layout-problem`")
+            raise typer.Exit(1) from None
         return _export(lambda form: layout_model(problem_, form), export, json_out, path)
     with _solver_log(verbose), _Progress(quiet, f"layout {solver}") as progress:
-        result = select(problem_, solver, params, k, width, beam, built, again, progress).to_dict()
-    if out:
+        res = plan_of(problem, spec, solver, params, k, options, width, beam, again, progress)
+    result = res.to_dict()
+    if out and result["choice"]:
         write_document(out, result, protect=(path,))
     if json_out:
         print(json.dumps(result, indent=1))
     else:
         _print_plan(result, solver)
-    if result["cycles"] is None:
+    if res.interrupted:
+        _interrupted("the plan" if result["choice"] else None, res.status, out if result["choice"] else None)
+    if not result["choice"]:
         raise typer.Exit(1)
 
 
@@ -1150,14 +1155,16 @@ def _print_plan(result: dict[str, Any], solver: str) -> None:
         counts = ", ".join(f"{op} {n}/{kept['enumerated'][op]}" for op, n in kept["kept"].items())
         print(f"kept       {counts} candidates ({kept['seconds']} s to build)")
     if result["cycles"] is not None:
-        print(f"cycles     {result['cycles']}  lower bound {result['lower_bound']}")
+        print(f"cycles     {result['cycles']}" + ("" if result["lower_bound"] is None
+                                                     else f"  lower bound {result['lower_bound']}"))
     for op, cid in result["choice"].items():
         print(f"  {op:<14} {cid}")
     if "reason" in result:
         print(f"reason     {result['reason']}")
     b = result.get("beam")
     if b and solver != "beam":
-        print(f"beam       {b['cycles']} cycles (width {b['width']}, beam {b['beam']})")
+        print(f"beam       {b['cycles'] if b['cycles'] is not None else 'no plan within memory,'} cycles "
+              f"(width {b['width']}, beam {b['beam']})")
         for d in b.get("discarded", []):
             where = (f"screened out at rank {d['rank']} of {d['of']}" if d["where"] == "screen"
                      else f"dropped at step {d['step']}, rank {d['rank']} (beam {d['beam']})")

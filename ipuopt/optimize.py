@@ -40,7 +40,7 @@ from ipuopt.params import Interrupted, Progress, SolveParams, Stopped
 from ipuopt.result import Result, gap
 from ipuopt.spec import Spec
 from ipuopt.workloads.arena_export import default_offsets, readdress
-from ipuopt.workloads.gemm import GemmLayout, default_layout
+from ipuopt.workloads.gemm import GemmLayout, compiler_layouts
 from ipuopt.workloads.phases import generate
 from ipuopt.workloads.program import run_program
 from ipuopt.workloads.records import Generation
@@ -298,8 +298,7 @@ def optimize(wl: Workload, spec: Spec, grain: int | str | None = None, k: int = 
     else:
         tell({"task": short})
         plans = [{"name": COMPILER, "model_cycles": None,
-                  "choice": {op.name: default_layout(wl, op, spec).layout.label
-                             for op in wl.operators if op.kind == "gemm"}}]
+                  "choice": {op: c.layout.label for op, c in compiler_layouts(wl, spec).items()}}]
     cells = cells or Cells(stop=params.stop)
     par = cells.parallel
     unique = list({json.dumps(p["choice"], sort_keys=True): p["choice"] for p in plans}.values())

@@ -334,3 +334,64 @@ def test_overlapping_boxes_are_those_of_the_full_table():
         i, j = overlapping(alo, ahi, blo, bhi)
         got = list(zip(i.tolist(), j.tolist(), strict=True))
         assert len(got) == len(set(got)) and set(got) == full(alo, ahi, blo, bhi)
+
+
+def test_plans_round_trip_on_a_workload_file_named_otherwise(tmp_path):
+    """A workload file whose file name is not its `name:`: the problem, the plan and the run
+    name the workload `mini-mlp` (the problem also records the file), and `run --plan` takes
+    the plan of `layout` (from the problem file or the workload) and the run of `optimize`."""
+    import shutil
+
+    from ipuopt.data_files import resolve
+
+    shutil.copy(resolve("mini-mlp", "models"), tmp_path / "wl.yaml")
+    assert _ipuopt("layout-problem", "wl.yaml", "--spec", "test64", "--out", "lp.yaml", "--quiet",
+                   cwd=tmp_path).returncode == 0
+    text = (tmp_path / "lp.yaml").read_text()
+    assert "workload: mini-mlp" in text and "workload_file: wl.yaml" in text
+    for source, out in (("lp.yaml", "plan.json"), ("wl.yaml", "plan2.json")):
+        r = _ipuopt("layout", source, "--spec", "test64", "--out", out, "--json", "--quiet", cwd=tmp_path)
+        assert r.returncode == 0 and json.loads(r.stdout)["workload"] == "mini-mlp", r.stderr
+    rr = _ipuopt("layout", "lp.yaml", "--rerank", "--json", "--quiet", cwd=tmp_path)
+    assert rr.returncode == 0 and json.loads(rr.stdout)["rerank"], rr.stderr
+    o = _ipuopt("optimize", "wl.yaml", "--spec", "test64", "--time-limit", "30", "--workers", "1",
+                "--out", "run.json", "--quiet", cwd=tmp_path)
+    assert o.returncode == 0, o.stderr
+    chosen = json.loads((tmp_path / "run.json").read_text())["layouts"]
+    for name in ("plan.json", "plan2.json", "run.json"):
+        r = _ipuopt("run", "wl.yaml", "--spec", "test64", "--plan", name, "--json", "--quiet", cwd=tmp_path)
+        assert r.returncode == 0, (name, r.stderr)
+        if name == "run.json":
+            assert json.loads(r.stdout)["layouts"] == chosen
+    other = _ipuopt("run", "mini-attention", "--spec", "test64", "--plan", "plan.json", cwd=tmp_path)
+    assert other.returncode == 2 and "a plan for workload 'mini-mlp', not 'mini-attention'" in other.stderr
+
+
+def test_a_layout_build_cut_short_answers_with_the_best_plan_it_has():
+    """Under a time limit a workload's plan is always an answer: stopped before the
+    reference plan, the compiler's layouts (status fallback, with the reason); after it, the
+    reference's candidates solved (feasible); given the time, the proven plan."""
+    from ipuopt.layout.select import plan_of
+    from ipuopt.params import SolveParams
+    from ipuopt.workloads.gemm import compiler_layouts
+
+    wl, spec = load_workload("mini-mlp"), load_spec("test64")
+    early_params = SolveParams(time_limit=1e-3)  # gone before the build's first look at the clock
+    early_params.start_clock()
+    early = plan_of(wl, spec, "milp", early_params)
+    assert early.status == "fallback" and "compiler's layouts" in early.reason and early.value is None
+    assert early.solution.choice == {op: c.layout.label for op, c in compiler_layouts(wl, spec).items()}
+    assert not early.interrupted
+    params = SolveParams(time_limit=600)
+    params.start_clock()
+
+    def progress(info):  # Ctrl-C once the reference plan is made
+        if info.get("task", "").startswith("reference plan"):
+            params.stop.request()
+    late = plan_of(wl, spec, "milp", params, progress=progress)
+    assert late.interrupted and late.status in ("feasible", "fallback") and late.value is not None
+    assert late.solution.choice and "most promising" in (late.reason + str(late.solution.kept))
+    params = SolveParams(time_limit=600)
+    params.start_clock()
+    full = plan_of(wl, spec, "milp", params)
+    assert full.status == "optimal" and full.value <= late.value and not full.interrupted

@@ -17,7 +17,7 @@ from ipuopt.io import parse_int, read_document
 from ipuopt.limits import MAX_BYTES
 
 _KEYS = ("name", "capacity", "order", "tensors", "operators", "redistribution", "workload", "spec",
-         "kept", "description")
+         "kept", "description", "workload_file")
 _OP_KEYS = ("inputs", "output", "candidates", "why")
 _CAND_KEYS = ("id", "compute", "exchange", "memory", "needs", "output", "holds", "why")
 _CYCLES = 1 << 50  # more cycles than any program runs: a typo, not a cost
@@ -277,6 +277,6 @@ def layout_problem_from_dict(doc: Any, file: str = "") -> LayoutProblem:
             row["cycles"], file, f"redistribution[{i}].cycles", problems)
     if problems:
         raise InputError(problems)
-    extra = {k: doc[k] for k in ("workload", "spec", "kept") if k in doc}
+    extra = {k: doc[k] for k in ("workload", "workload_file", "spec", "kept") if k in doc}
     return LayoutProblem(str(doc.get("name") or Path(file).stem), capacity, order, inputs, producer,
                          operators, redistribution, file, extra)

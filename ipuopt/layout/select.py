@@ -5,6 +5,7 @@ decide alike."""
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -14,12 +15,14 @@ from ipuopt.errors import InputError
 from ipuopt.io import read_document
 from ipuopt.layout.problem import LayoutProblem, layout_problem_from_dict
 from ipuopt.layout.solve import Plan, plan
-from ipuopt.params import Progress, SolveParams
-from ipuopt.result import Result
+from ipuopt.params import Progress, SolveParams, Stopped
+from ipuopt.result import Result, Status
 from ipuopt.spec import Spec, load_spec
 from ipuopt.workloads.fragments import parse_grain
+from ipuopt.workloads.gemm import compiler_layouts
 from ipuopt.workloads.workload import Workload, load_workload, workload_from_dict
 
+BUILD_SHARE = 0.8  # of a time limit, for a workload's build; the rest solves what it built
 RUNNERS_UP_WITHIN = 0.02  # with k > 1 plans and no `within`: room for runners-up in a built problem
 
 
@@ -63,31 +66,65 @@ def build(workload: Workload | str | Path, spec: Spec | str, options: BuildOptio
                                  (lambda m: progress({"task": m})) if progress else None,
                                  exchange=options.exchange, check=check, grain=cut,
                                  partial=options.partial, left=left)
-    problem.extra["workload"] = doc["workload"] = workload if isinstance(workload, str) else wl.name
+    problem.extra["workload"] = doc["workload"] = wl.name  # the workload's own name, as runs and plans
+    if isinstance(workload, str | Path) and Path(workload).exists():  # a file, not a bundled name
+        problem.extra["workload_file"] = doc["workload_file"] = str(workload)
     return problem, doc
 
 
-def problem_of(source: LayoutProblem | dict[str, Any] | str | Path, spec: Spec | str = "gc200", k: int = 1,
-               options: BuildOptions | None = None, progress: Progress | None = None,
-               check: Any = None) -> tuple[LayoutProblem, tuple[Workload, Spec] | None]:
+class BuildStopped(Stopped):  # noqa: N818 (a signal, as Stopped)
+    """A workload's build stopped (time limit or Ctrl-C) before it had a problem: `result` is
+    the compiler's plan, made before the build began."""
+
+    def __init__(self, result: Result[Plan]) -> None:
+        super().__init__(result.reason)
+        self.result = result
+
+
+def compiler_plan(wl: Workload, spec: Spec, why: str) -> Result[Plan]:
+    """The plan a compiler makes today, one operator at a time (`compiler_layouts`): the
+    answer when the model has none; not priced by the model (no cycles)."""
+    t0 = time.perf_counter()
+    choice = {op: c.layout.label for op, c in compiler_layouts(wl, spec).items()}
+    return Result(Status.FALLBACK, Plan(wl.name, spec.name, choice), runtime=time.perf_counter() - t0,
+                  solver="milp", method="compiler", reason=why)
+
+
+def problem_of(source: LayoutProblem | Workload | dict[str, Any] | str | Path, spec: Spec | str = "gc200",
+               k: int = 1, options: BuildOptions | None = None, progress: Progress | None = None,
+               check: Any = None, left: Any = None, fallback: bool = False
+               ) -> tuple[LayoutProblem, tuple[Workload, Spec] | None]:
     """The layout problem `source` names: a problem (object, document, file or bundled name),
     or one built from a workload with `options` on `spec` (k > 1 plans leave room for
-    runners-up); with the workload and spec when built."""
+    runners-up); with the workload and spec when built. With `fallback`, a workload's
+    compiler plan is made first, and a build stopped before it has a problem raises
+    `BuildStopped` with that plan."""
     built: tuple[Workload, Spec] | None = None
-    path = None if isinstance(source, LayoutProblem | dict) else source_path(source)
+    path = None if isinstance(source, LayoutProblem | dict | Workload) else source_path(source)
     doc = source if path is None else read_document(path, bundled_hint("models/layouts", "problems") + "; "
                                                     + bundled_hint("models", "workloads").strip())
     if isinstance(doc, LayoutProblem):
         problem = doc
-    elif isinstance(doc, dict) and isinstance(doc.get("operators"), list):  # a workload
+    elif isinstance(doc, Workload) or isinstance(doc, dict) and isinstance(doc.get("operators"), list):
         options = options or BuildOptions()
         if k > 1 and options.within == 0:
             options = replace(options, within=RUNNERS_UP_WITHIN)
-        wl = workload_from_dict(doc, str(path or "(workload document)"))  # read once, above
+        t0 = time.perf_counter()
+        wl = doc if isinstance(doc, Workload) else workload_from_dict(doc, str(path or "(workload document)"))
         sp = spec if isinstance(spec, Spec) else load_spec(spec, field="--spec")
-        problem, _ = build(wl, sp, options, progress, check)
-        if path is not None:  # a bundled name stays a name
-            problem.extra["workload"] = str(path) if Path(source).exists() else str(source)
+        plan_b = compiler_plan(wl, sp, "") if fallback else None
+        try:
+            problem, _ = build(wl, sp, options, progress, check, left)
+        except Stopped:
+            if plan_b is None:
+                raise
+            plan_b.runtime = time.perf_counter() - t0
+            plan_b.reason = ("the layout problem's build was stopped before it had a plan (after "
+                             f"{time.perf_counter() - t0:.1f} s): the compiler's layouts, one operator "
+                             "at a time (least compute plus received words), not priced by the model")
+            raise BuildStopped(plan_b) from None
+        if path is not None and Path(source).exists():  # a file, not a bundled name
+            problem.extra["workload_file"] = str(path)
         built = (wl, sp)
     else:
         if options is not None and (options.exchange != "bound" or options.grain is not None):
@@ -96,6 +133,28 @@ def problem_of(source: LayoutProblem | dict[str, Any] | str | Path, spec: Spec |
                                                          "a workload, or use `ipuopt layout-problem`")
         problem = layout_problem_from_dict(doc, str(path or "(layout problem document)"))
     return problem, built
+
+
+def plan_of(source: LayoutProblem | Workload | dict[str, Any] | str | Path, spec: Spec | str = "gc200",
+            solver: str = "milp", params: SolveParams | None = None, k: int = 1,
+            options: BuildOptions | None = None, width: int = 64, beam: int = 64,
+            rerank: tuple[str, SolveParams] | None = None, progress: Progress | None = None) -> Result[Plan]:
+    """The plan of whatever `source` names, always an answer for a workload: a build stopped
+    by its share of the time limit (or by Ctrl-C) after its reference plan solves the
+    reference's candidates instead (`BuildOptions.partial`), and before it hands back the
+    compiler's plan, with its status and the reason."""
+    params = params or SolveParams()
+    timed = params.stop.deadline is not None
+    building = params.share(BUILD_SHARE * (params.budget() or 0.0)) if timed else params
+    options = replace(options or BuildOptions(), partial=True)
+    try:
+        problem, built = problem_of(source, spec, k, options, progress, building.stop.check,
+                                    building.stop.left if timed else None, fallback=True)
+        result = select(problem, solver, params, k, width, beam, built, rerank, progress)
+    except BuildStopped as stop:
+        result = stop.result
+    result.interrupted = params.stop.interrupted
+    return result
 
 
 def select(problem: LayoutProblem, solver: str = "milp", params: SolveParams | None = None, k: int = 1,
@@ -116,11 +175,15 @@ def _rerank(result: Result[Plan], problem: LayoutProblem, built: tuple[Workload,
     from ipuopt.layout.rerank import rerank as rerank_plans
 
     if built is None:
-        ref = problem.extra.get("workload")
-        if not ref or not problem.extra.get("spec"):
+        name, file = problem.extra.get("workload"), problem.extra.get("workload_file")
+        if not name or not problem.extra.get("spec"):
             raise InputError.one(problem.name, "workload", "--rerank needs the problem's workload and spec "
                                                            "(a generated problem names both)")
-        built = (load_workload(ref), load_spec(problem.extra["spec"], field="spec"))
+        wl = load_workload(file if file and Path(file).exists() else name)
+        if wl.name != name:
+            raise InputError.one(problem.name, "workload_file", f"{file} is workload {wl.name!r}, "
+                                                                f"not the problem's {name!r}")
+        built = (wl, load_spec(problem.extra["spec"], field="spec"))
     sol = result.solution
     plans = sol.plans or [{"rank": 1, "cycles": sol.cycles, "choice": sol.choice}]
     kept = problem.extra.get("kept") or {}

@@ -84,6 +84,10 @@ def plan(problem: LayoutProblem, solver: str = "milp", params: SolveParams | dic
         return done(Status.FEASIBLE, _cycles(problem, greedy.choice))
     run = chosen.load()
     best = run(problem, st, params, hint=greedy.choice)
+    if best.solution is None and greedy.choice is not None and best.status != Status.INFEASIBLE:
+        sol.choice = sol.beam["choice"]  # the best answer there is: the beam's
+        return done(Status.FALLBACK, _cycles(problem, greedy.choice),
+                    reason=f"{solver} found no plan before it was stopped: the beam's plan")
     if best.solution is None:
         return done(best.status, reason="no choice satisfies memory and the redistribution table"
                     if best.status == Status.INFEASIBLE else "no plan found in the time limit")

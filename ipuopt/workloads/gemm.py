@@ -154,6 +154,23 @@ def default_layout(wl: Workload, op: Operator, spec: Spec) -> Candidate:
     return best[1]
 
 
+def compiler_layouts(wl: Workload, spec: Spec) -> dict[str, Candidate]:
+    """`default_layout` of every GEMM, each shape chosen once (an attention block's four
+    projections share theirs)."""
+    chosen: dict[tuple, GemmLayout] = {}
+    out = {}
+    for op in wl.operators:
+        if op.kind != "gemm":
+            continue
+        shape = wl.gemm_dims(op)
+        if shape not in chosen:
+            chosen[shape] = default_layout(wl, op, spec).layout
+        cand = price(wl, op, chosen[shape], spec)
+        assert cand is not None  # priced alike for every operator of this shape
+        out[op.name] = cand
+    return out
+
+
 def _received_words(wl: Workload, op: Operator, cand: Candidate, spec: Spec) -> int:
     batch, m, k, n = wl.gemm_dims(op)
     lay = cand.layout

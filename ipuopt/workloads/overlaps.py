@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
+DENSE = 1 << 14  # pairs up to which the full table is the quicker way (fewer numpy calls)
+
 
 def overlapping(alo: np.ndarray, ahi: np.ndarray, blo: np.ndarray, bhi: np.ndarray
                 ) -> tuple[np.ndarray, np.ndarray]:
@@ -17,6 +19,9 @@ def overlapping(alo: np.ndarray, ahi: np.ndarray, blo: np.ndarray, bhi: np.ndarr
     empty = np.zeros(0, dtype=np.int64)
     if not len(alo) or not len(blo):
         return empty, empty
+    if len(alo) * len(blo) <= DENSE:
+        return np.nonzero(np.all(np.maximum(alo[:, None], blo[None]) < np.minimum(ahi[:, None], bhi[None]),
+                                 axis=2))
     best = None
     for d in range(alo.shape[1]):
         a_ranges, a_of = _distinct(alo[:, d], ahi[:, d])
