@@ -27,7 +27,7 @@ from ipuopt.exchange.solve import solve
 from ipuopt.exchange.validate import validate
 from ipuopt.export import FORMS
 from ipuopt.io import FORMATS, check_output, parse_int, read_document, write_atomic, write_document
-from ipuopt.params import DEFAULT_TIME_LIMIT, Interrupted, SolveParams, Stopped
+from ipuopt.params import ASKED, DEFAULT_TIME_LIMIT, Interrupted, SolveParams, Stopped
 from ipuopt.registry import method, resolve
 from ipuopt.result import Result
 from ipuopt.spec import diff_specs, load_spec, spec_names
@@ -98,15 +98,21 @@ def _pct(g: float | None) -> str:
     return "n/a" if g is None else f"{100 * g:.2f}%"
 
 
+HOLD_FOR = 120.0  # seconds a held stage waits for Ctrl-C at most
+
+
 class _Progress:
     """Progress on stderr for long commands: a line every `every` seconds after the first 2 s
     (what runs, elapsed, the best figures so far), and at once when the stage changes or (at
     most one a second) a solver reports a better incumbent. Solvers call it with what they
-    know. IPUOPT_PROGRESS_AFTER sets the quiet start (seconds; tests use 0)."""
+    know. IPUOPT_PROGRESS_AFTER sets the quiet start (seconds; tests use 0); a stage whose
+    name holds IPUOPT_HOLD_STAGE waits at its start for Ctrl-C (tests interrupt it there
+    whatever the machine's speed)."""
 
     def __init__(self, quiet: bool, task: str, every: float = 3.0) -> None:
         self.quiet, self.every = quiet, every
         self.after = float(os.environ.get("IPUOPT_PROGRESS_AFTER", 2.0))
+        self.hold = os.environ.get("IPUOPT_HOLD_STAGE", "")
         self.info: dict[str, Any] = {"task": task}
         self.t0 = time.perf_counter()
         self.last = 0.0
@@ -127,6 +133,9 @@ class _Progress:
             self.info.update({k: v for k, v in info.items() if v is not None})
         if moved or (better and time.perf_counter() - self.t0 - self.last >= 1.0):
             self._line()
+        if moved and self.hold and self.hold in str(info["stage"]) \
+                and threading.current_thread() is not threading.main_thread():
+            ASKED.wait(HOLD_FOR)  # tests: Ctrl-C comes while this stage is surely running
 
     def _line(self) -> None:
         now = time.perf_counter() - self.t0

@@ -12,7 +12,11 @@ from ipuopt.errors import InputError
 
 GENERIC = ("time_limit", "workers", "seed", "verbose")
 Progress = Callable[[dict[str, Any]], None]  # hears {"incumbent": ..., "bound": ..., ...}
+POLL = 0.1  # seconds between a main thread's looks at a pending Ctrl-C while it waits
 DEFAULT_TIME_LIMIT = 60.0  # seconds, wall-clock: every method but the plain greedy, unless told
+
+
+ASKED = threading.Event()  # some stop of this process was asked (Ctrl-C): what a held stage waits for
 
 
 class Stopped(Exception):  # noqa: N818 (a signal, not an error)
@@ -53,6 +57,7 @@ class Stop:
         return self.deadline is not None and time.monotonic() >= self.deadline
 
     def request(self) -> None:
+        ASKED.set()
         with self._lock:
             if self._event.is_set():  # asked already (stops linked both ways ask each other once)
                 return
@@ -203,9 +208,13 @@ def run_interruptible(work: Callable[[], Any], stop: Stop, grace: float = 3.0) -
     interrupted = False
     try:
         # An event, not Thread.join: a join cut short by KeyboardInterrupt leaves the thread
-        # looking finished on CPython 3.11 (a known bug), and the answer would be lost; the
-        # event's wait is a lock acquire, which Ctrl-C interrupts.
-        done.wait()
+        # looking finished on CPython 3.11 (a known bug), and the answer would be lost. And
+        # never one wait without a timeout: the kernel may hand SIGINT to any thread (a
+        # solver's), and then nothing wakes a main thread blocked on a lock: Python runs its
+        # handler only when the main thread next runs, which was at the time limit (auto's
+        # coarse stage ignored Ctrl-C for 113 s). Waking every POLL seconds, it runs at once.
+        while not done.wait(POLL):
+            pass
     except KeyboardInterrupt:
         interrupted = True
         stop.request()

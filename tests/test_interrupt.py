@@ -17,22 +17,51 @@ from ipuopt.exchange.schedule import load_schedule
 from ipuopt.exchange.validate import validate
 
 
-def _interrupt(args: list[str], after: float) -> tuple[subprocess.CompletedProcess, float]:
-    """Run the CLI, send SIGINT after `after` seconds; the result and the seconds it took to stop."""
-    proc = start_cli(*args)
-    time.sleep(after)
-    assert proc.poll() is None, "the command ended before it could be interrupted"
+def _interrupt_at(args: list[str], marker: str, hold: str | None = None, twice: bool = False
+                  ) -> tuple[subprocess.CompletedProcess, float]:
+    """Run the CLI until a progress line holds `marker` (e.g. "stage bounds"), then Ctrl-C at
+    once (twice: a second one soon after); the result and the seconds from the (first)
+    interrupt to the exit. With `hold`, the stage of that name waits at its start for the
+    Ctrl-C (IPUOPT_HOLD_STAGE), so the signal comes while it runs on any machine, and the
+    stage must hear a stop asked before it began."""
+    env = {"IPUOPT_PROGRESS_AFTER": "0", **({"IPUOPT_HOLD_STAGE": hold} if hold else {})}
+    proc = start_cli(*args, env=env)
+    err: list[str] = []
+    seen = threading.Event()
+
+    def read() -> None:
+        for line in proc.stderr:  # type: ignore[union-attr]
+            err.append(line)
+            if line.startswith("[") and marker in line:
+                seen.set()
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    assert seen.wait(120), f"{marker} never came: {''.join(err)[-500:]}"
+    assert proc.poll() is None, f"the command ended before it could be interrupted: {''.join(err)[-300:]}"
     t0 = time.perf_counter()
     proc.send_signal(signal.SIGINT)
-    out, err = proc.communicate(timeout=60)
-    return subprocess.CompletedProcess(args, proc.returncode, out, err), time.perf_counter() - t0
+    if twice:  # soon enough that the first one's way out (a small phase's is quick) is not over;
+        # again while it runs: two signals that arrive before the child's Python has run its
+        # handler count as one (a loaded machine gives it no time between them)
+        for pause in (0.02, 0.05, 0.1):
+            time.sleep(pause)
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGINT)
+    out = proc.stdout.read()  # type: ignore[union-attr]
+    proc.wait(timeout=60)
+    took = time.perf_counter() - t0
+    reader.join(5)
+    return subprocess.CompletedProcess(args, proc.returncode, out, "".join(err)), took
+
 
 
 @pytest.mark.parametrize("solver", ["cpsat", "lns", "milp"])
 def test_ctrl_c_during_a_solve_writes_the_best_schedule(solver: str, tmp_path: Path) -> None:
     out = tmp_path / "s.json"
-    r, took = _interrupt(["solve", "medium", "--solver", solver, "--time-limit", "300", "--out", str(out),
-                          "--json"], after=4.0)
+    stage = "cpsat: search" if solver == "cpsat" else solver
+    r, took = _interrupt_at(["solve", "medium", "--solver", solver, "--time-limit", "300", "--out", str(out),
+                             "--json"], f"stage {stage}", hold=stage)
     assert r.returncode == 130 and took < 8, (r.returncode, took, r.stderr)
     assert "interrupted" in r.stderr and str(out) in r.stderr and "Traceback" not in r.stderr
     doc = json.loads(out.read_text())
@@ -58,8 +87,9 @@ def test_ctrl_c_during_a_placement_keeps_the_best_placement(tmp_path: Path) -> N
     out = tmp_path / "p.csv"
     # with room to spare the greedy places it, and the search keeps looking for the live-bytes
     # peak until interrupted
-    r, took = _interrupt(["place", "--csv", str(_overlaid(tmp_path)), "--capacity", "4000000", "--objective",
-                          "peak", "--solver", "search", "--time-limit", "300", "--out", str(out)], after=3.0)
+    r, took = _interrupt_at(["place", "--csv", str(_overlaid(tmp_path)), "--capacity", "4000000",
+                             "--objective", "peak", "--solver", "search", "--time-limit", "300", "--out",
+                             str(out)], "stage exact search", hold="exact search")
     assert r.returncode == 130 and took < 8, (r.returncode, took, r.stderr)
     assert "interrupted: the placement is the best found so far (status feasible)" in r.stderr
     rows = out.read_text().splitlines()
@@ -69,8 +99,8 @@ def test_ctrl_c_during_a_placement_keeps_the_best_placement(tmp_path: Path) -> N
 def test_ctrl_c_before_any_placement_writes_nothing(tmp_path: Path) -> None:
     out = tmp_path / "p.csv"
     # at its live bytes the greedy does not fit it, nor does the race in seconds
-    r, took = _interrupt(["place", "--csv", str(_overlaid(tmp_path)), "--capacity", "2097152",
-                          "--time-limit", "300", "--out", str(out)], after=3.0)
+    r, took = _interrupt_at(["place", "--csv", str(_overlaid(tmp_path)), "--capacity", "2097152",
+                             "--time-limit", "300", "--out", str(out)], "racing", hold="racing")
     assert r.returncode == 130 and took < 8, (r.returncode, took, r.stderr)
     assert "nothing found before the interrupt (status unknown)" in r.stderr and not out.exists()
 
@@ -85,42 +115,6 @@ def mlp(tmp_path_factory: pytest.TempPathFactory) -> Path:
     r = run_cli("gen", "siglip-mlp", "--grain", "box", "--out-dir", str(out), "--quiet")
     assert r.returncode == 0, r.stderr
     return out
-
-
-def _interrupt_at(args: list[str], marker: str, after: float = 0.5, twice: bool = False
-                  ) -> tuple[subprocess.CompletedProcess, float]:
-    """Run the CLI until a progress line holds `marker` (e.g. "stage bounds"), then Ctrl-C
-    (twice: a second one at once); the result and the seconds from the (first) interrupt to
-    the exit."""
-    proc = start_cli(*args, env={"IPUOPT_PROGRESS_AFTER": "0"})
-    err: list[str] = []
-    seen = threading.Event()
-
-    def read() -> None:
-        for line in proc.stderr:  # type: ignore[union-attr]
-            err.append(line)
-            if line.startswith("[") and marker in line:
-                seen.set()
-
-    reader = threading.Thread(target=read, daemon=True)
-    reader.start()
-    assert seen.wait(120), f"{marker} never came: {''.join(err)[-500:]}"
-    time.sleep(after)
-    assert proc.poll() is None, f"the command ended before it could be interrupted: {''.join(err)[-300:]}"
-    t0 = time.perf_counter()
-    proc.send_signal(signal.SIGINT)
-    if twice:  # soon enough that the first one's way out (a small phase's is quick) is not over;
-        # again while it runs: two signals that arrive before the child's Python has run its
-        # handler count as one (a loaded machine gives it no time between them)
-        for pause in (0.02, 0.05, 0.1):
-            time.sleep(pause)
-            if proc.poll() is None:
-                proc.send_signal(signal.SIGINT)
-    out = proc.stdout.read()  # type: ignore[union-attr]
-    proc.wait(timeout=60)
-    took = time.perf_counter() - t0
-    reader.join(5)
-    return subprocess.CompletedProcess(args, proc.returncode, out, "".join(err)), took
 
 
 def _kept_schedule(r: subprocess.CompletedProcess, took: float, out: Path, phase: Path) -> dict:
@@ -146,14 +140,14 @@ def test_ctrl_c_at_every_stage_keeps_the_best_schedule(mlp: Path, tmp_path: Path
     # a limit that leaves the greedy's later rules 6 s: the stages come sooner
     args = ["solve", str(path), "--solver", solver, "--time-limit", "20" if stage == "bounds" else "300",
             "--out", str(out)]
-    r, took = _interrupt_at(args, f"stage {stage}")
+    r, took = _interrupt_at(args, f"stage {stage}", hold=stage)
     _kept_schedule(r, took, out, path)
 
 
 def test_ctrl_c_in_the_first_greedy_writes_nothing(mlp: Path, tmp_path: Path) -> None:
     out = tmp_path / "s.json"
     r, took = _interrupt_at(["solve", str(mlp / "siglip-mlp-gemm2-reduction.json"), "--solver", "cpsat",
-                             "--out", str(out)], "stage greedy", after=1.0)
+                             "--out", str(out)], "stage greedy", hold="greedy")
     assert r.returncode == 130 and took < 5, (r.returncode, took, r.stderr[-500:])
     assert "interrupted: nothing found before the interrupt; no file written" in r.stderr
     assert not out.exists() and not list(tmp_path.iterdir())
@@ -163,15 +157,16 @@ def test_a_second_ctrl_c_exits_at_once_and_writes_nothing(mlp: Path, tmp_path: P
     out = tmp_path / "s.json"
     r, took = _interrupt_at(["solve", str(mlp / "siglip-mlp-gemm2-redistribution.json"), "--solver", "cpsat",
                              "--time-limit", "20", "--out", str(out)], "stage cpsat: building the model",
-                            after=0.2, twice=True)
+                            twice=True)
     assert r.returncode == 130 and took < 3, (r.returncode, took, r.stderr[-500:])
     assert "no file written" in r.stderr and not list(tmp_path.iterdir())
 
 
 def test_ctrl_c_while_building_a_layout_problem(tmp_path: Path) -> None:
     out = tmp_path / "lp.yaml"
+    # the pricing of moves lasts minutes
     r, took = _interrupt_at(["layout-problem", "mini-attention", "--spec", "test64", "--out", str(out)],
-                            "", after=1.0)
+                            "pricing moves")
     assert r.returncode == 130 and took < 5, (r.returncode, took, r.stderr[-500:])
     assert "interrupted: no file written" in r.stderr and not out.exists()
 
@@ -181,7 +176,7 @@ def test_ctrl_c_in_a_sweep_keeps_the_finished_cells(tmp_path: Path) -> None:
     sweep.write_text(f"phases: [{ROOT / 'models/examples/medium.yaml'}]\n"
                      "solvers: [{solver: greedy}, {solver: cpsat, time_limit: 120}]\n")
     r, took = _interrupt_at(["sweep", str(sweep), "--out", str(tmp_path / "out"), "--workers", "1"],
-                            "sweep 1/2 cells", after=0.5)
+                            "sweep 1/2 cells")
     assert r.returncode == 130 and took < 8, (r.returncode, took, r.stderr[-500:])
     assert "interrupted: 1 of 2 cells are done" in r.stderr and "rerun the same command to resume" in r.stderr
     rows = (tmp_path / "out" / "results.csv").read_text().splitlines()
@@ -233,7 +228,7 @@ def test_ctrl_c_while_auto_solves_the_blocks_keeps_the_best_schedule(fragments: 
                                                                      ) -> None:
     out, path = tmp_path / "s.json", fragments / "mini-mlp-gemm2-reduction.json"
     args = ["solve", str(path), "--solver", "auto", "--time-limit", "120", "--out", str(out)]
-    r, took = _interrupt_at(args, "blocks of", after=1.0)
+    r, took = _interrupt_at(args, "blocks of", hold="blocks of")
     _kept_schedule(r, took, out, path)
 
 
