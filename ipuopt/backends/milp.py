@@ -76,7 +76,12 @@ def solve(prob: pulp.LpProblem, params: SolveParams, warm: bool = False) -> tupl
         # another thread count than the first one fails without a solution.
         backend = (_WarmHiGHS if warm else pulp.HiGHS)(msg=msg, timeLimit=limit)
     else:
-        backend = pulp.PULP_CBC_CMD(msg=msg, timeLimit=limit, threads=params.workers, warmStart=warm)
+        # PuLP's own bundled CBC (PULP_CBC_CMD) goes in PuLP 4.0; what PuLP recommends now is
+        # COIN_CMD with the binary of `pulp[cbc]` (the cbcbox package)
+        import cbcbox
+
+        backend = pulp.COIN_CMD(msg=msg, timeLimit=limit, threads=params.workers, warmStart=warm,
+                                path=cbcbox.cbc_bin_path())
     with quiet_stdout(not msg):
         prob.solve(backend)
     if prob.status == pulp.LpStatusInfeasible:
