@@ -210,8 +210,10 @@ def optimize(workload: Workload | str | Path, spec: Spec | str = "gc200", *, gra
     > 1 (a local Dask cluster: call it under `if __name__ == "__main__":`) or `cluster` names
     a Dask scheduler."""
     from ipuopt.cells import Cells
-    from ipuopt.optimize import optimize as _optimize
+    from ipuopt.sweeps.run import check_cluster
+    from ipuopt.whole_program import optimize as _optimize
 
+    check_cluster(cluster, "cluster")
     sp = _spec(spec)
     wl = _workload(workload)
     params = SolveParams(time_limit)

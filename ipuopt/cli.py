@@ -252,7 +252,8 @@ def _params(profile: str | None, solver: str | None, time_limit: float | None,
                             seed=seed, options=options)
     unused = [name for name, value in (("--workers", workers), ("--seed", seed)) if value is not None]
     if chosen.name == "greedy" and unused:
-        _err(f"warning: {' and '.join(unused)} do nothing for the greedy (deterministic, one thread)")
+        _err(f"warning: {' and '.join(unused)} {'does' if len(unused) == 1 else 'do'} nothing for the greedy "
+             "(deterministic, one thread)")
     return chosen.name, built
 
 
@@ -744,7 +745,8 @@ def optimize_cmd(
     import shutil
 
     from ipuopt.cells import Cells
-    from ipuopt.optimize import optimize
+    from ipuopt.sweeps.run import check_cluster
+    from ipuopt.whole_program import optimize
     from ipuopt.workloads.workload import load_workload
 
     if k < 1:
@@ -753,6 +755,7 @@ def optimize_cmd(
         raise InputError.one("", "--workers", f"must be >= 1, got {workers}")
     if workers is not None and cluster:
         raise InputError.one("", "--workers", "give --workers or --cluster, not both")
+    check_cluster(cluster)
     params = SolveParams(time_limit)
     _check_out(out, workload, spec)
     params.start_clock(since=START)
@@ -1200,9 +1203,10 @@ def sweep_cmd(
 ) -> None:
     """Solve every phase x spec x solver cell on Dask; rows appear as cells finish."""
     from ipuopt.sweeps.plan import load_sweep
-    from ipuopt.sweeps.run import run_sweep
+    from ipuopt.sweeps.run import check_cluster, run_sweep
 
     SolveParams(workers=workers)
+    check_cluster(cluster)
     if cluster and workers:
         raise InputError.one("", "--workers",
                              "sets the local cluster's size; a --cluster has its own workers")

@@ -5,6 +5,7 @@ deep inside CP-SAT (64-bit domains) or HiGHS."""
 MAX_TILES = 1 << 16  # 65,536 tiles: 44 GC200s
 MAX_BYTES = 1 << 40  # memory sizes, addresses, buffer sizes: 1 TiB
 MAX_STEPS = 1 << 31  # program steps of a live range
+MAX_CYCLES = 1 << 48  # a schedule's starts: cycles of a phase (two days at 1.85 GHz), with room for sums
 
 
 def too_big(value: int, limit: int) -> str | None:

@@ -12,6 +12,8 @@ from ipuopt.errors import InputError
 
 GENERIC = ("time_limit", "workers", "seed", "verbose")
 Progress = Callable[[dict[str, Any]], None]  # hears {"incumbent": ..., "bound": ..., ...}
+MAX_WORKERS = 1024  # threads or processes one command may ask for
+MAX_SEED = 2**31 - 1  # the solvers' seeds are 32-bit (CP-SAT's random_seed, HiGHS's random_seed)
 POLL = 0.1  # seconds between a main thread's looks at a pending Ctrl-C while it waits
 DEFAULT_TIME_LIMIT = 60.0  # seconds, wall-clock: every method but the plain greedy, unless told
 
@@ -106,10 +108,10 @@ class SolveParams:
     def __post_init__(self) -> None:
         if self.time_limit is not None and not float(self.time_limit) >= 0:
             raise InputError.one("", "--time-limit", f"must be >= 0 seconds, got {self.time_limit:g}")
-        if self.workers is not None and int(self.workers) < 1:
-            raise InputError.one("", "--workers", f"must be >= 1, got {self.workers}")
-        if self.seed is not None and int(self.seed) < 0:
-            raise InputError.one("", "--seed", f"must be >= 0, got {self.seed}")
+        if self.workers is not None and not 1 <= int(self.workers) <= MAX_WORKERS:
+            raise InputError.one("", "--workers", f"must be in 1..{MAX_WORKERS}, got {self.workers}")
+        if self.seed is not None and not 0 <= int(self.seed) <= MAX_SEED:
+            raise InputError.one("", "--seed", f"must be in 0..{MAX_SEED}, got {self.seed}")
 
     @classmethod
     def of(cls, params: SolveParams | dict[str, Any] | None) -> SolveParams:

@@ -144,7 +144,7 @@ def test_packed_cells_never_add_up_past_their_stage() -> None:
     """Dealt largest first to the least loaded runner, each runner's shares sum to at most 1."""
     import random
 
-    from ipuopt.optimize import packed
+    from ipuopt.whole_program import packed
 
     rng = random.Random(0)
     for _ in range(200):
@@ -164,7 +164,7 @@ def test_a_bound_stopped_by_its_share_keeps_the_program(monkeypatch) -> None:
     """The program bound's share can run out before its first round (its candidates are
     enumerated first); the program found so far must still be returned, not taken for an
     interrupt (it was: SigLIP attention at 900 s wrote nothing after 832 s)."""
-    import ipuopt.optimize as opt
+    import ipuopt.whole_program as opt
     from ipuopt.params import SolveParams, Stopped
     from ipuopt.spec import load_spec
     from ipuopt.workloads.workload import load_workload
@@ -183,7 +183,7 @@ def test_a_bound_gets_the_time_the_later_stages_cannot_use(monkeypatch) -> None:
     """When one replay took longer than what is left could hold for the placement's replays,
     and no phase's auto fits either, placement and auto are skipped, so the program bound
     gets the time left (not its 20%)."""
-    import ipuopt.optimize as opt
+    import ipuopt.whole_program as opt
     from ipuopt.params import SolveParams, Stopped
     from ipuopt.spec import load_spec
     from ipuopt.workloads.workload import load_workload
@@ -213,7 +213,7 @@ def test_without_the_placement_the_quickest_phases_get_auto(monkeypatch) -> None
     leaves time: the phases whose replay was quickest get auto as generated, the slowest
     keeps the schedule its replay found (carried from the cell compactly, and rebuilt
     exactly), and the program is never worse than the best finalist's."""
-    import ipuopt.optimize as opt
+    import ipuopt.whole_program as opt
     from ipuopt.exchange.validate import validate
     from ipuopt.params import SolveParams, Stopped
     from ipuopt.spec import load_spec
@@ -257,7 +257,7 @@ def test_without_the_placement_the_quickest_phases_get_auto(monkeypatch) -> None
 
 
 def test_the_quickest_phases_are_those_that_fit_after_generating_the_plan() -> None:
-    from ipuopt.optimize import AUTO_TIMES, _quickest
+    from ipuopt.whole_program import AUTO_TIMES, _quickest
 
     replay = {"greedy": {"boundaries": [{"solve_s": 2.0}, {"solve_s": 1.0}, {"solve_s": 10.0}]},
               "schedules": [(), (), ()], "generate_s": 5.0}
@@ -272,7 +272,7 @@ def test_the_quickest_phases_are_those_that_fit_after_generating_the_plan() -> N
 def test_without_the_placement_the_bound_leaves_the_quickest_phases_their_auto(monkeypatch) -> None:
     """Replays too slow for the placement but with quick phases: the bound is given what is
     left less what their auto needs (`_auto_need`), and those phases then get auto."""
-    import ipuopt.optimize as opt
+    import ipuopt.whole_program as opt
     from ipuopt.params import SolveParams, Stopped
     from ipuopt.spec import load_spec
     from ipuopt.workloads.workload import load_workload
@@ -303,7 +303,7 @@ def test_without_the_placement_the_bound_leaves_the_quickest_phases_their_auto(m
 
 
 def test_auto_need_counts_the_generation_and_the_runners() -> None:
-    from ipuopt.optimize import AUTO_TIMES, _auto_need
+    from ipuopt.whole_program import AUTO_TIMES, _auto_need
 
     replay = {"greedy": {"boundaries": [{"solve_s": 2.0}, {"solve_s": 1.0}, {"solve_s": 10.0}]},
               "schedules": [(), (), ()], "generate_s": 5.0}
@@ -316,7 +316,7 @@ def test_a_cell_on_a_worker_counts_its_generation_and_ends_by_the_commands_deadl
     """On Dask a cell gets (seconds, the command's deadline): generating the plan there is
     inside its seconds, and a cell that waited for its runner still ends by the deadline
     (attention's schedule cells ended past a 900 s limit before)."""
-    import ipuopt.optimize as opt
+    import ipuopt.whole_program as opt
 
     seen: dict[str, float] = {}
     monkeypatch.setattr(opt, "_generation", lambda *a: (time.sleep(0.5), _Gen())[1])
@@ -334,8 +334,8 @@ def test_a_cell_on_a_worker_counts_its_generation_and_ends_by_the_commands_deadl
 
 
 def test_a_schedule_cell_on_a_worker_ends_before_the_time_kept_for_the_replay() -> None:
-    from ipuopt.optimize import _give
     from ipuopt.params import SolveParams
+    from ipuopt.whole_program import _give
 
     params = SolveParams(100.0)
     params.start_clock()
@@ -349,8 +349,8 @@ def test_a_stage_left_less_than_nothing_gets_no_time_instead_of_an_error() -> No
     """On a slow machine the time left can fall below what a stage keeps for later: its share
     comes out negative and must mean "no time" (it once ended the command with "--time-limit:
     must be >= 0"), locally and on a worker."""
-    from ipuopt.optimize import _give, _params
     from ipuopt.params import SolveParams
+    from ipuopt.whole_program import _give, _params
 
     params = SolveParams(100.0)
     params.start_clock()
@@ -369,7 +369,7 @@ class _Res:
 
 
 def test_the_final_replay_keeps_the_time_the_finalists_replay_spent_simulating() -> None:
-    from ipuopt.optimize import CLOSING, REPLAY_MARGIN, REPLAY_RESERVE, _reserve
+    from ipuopt.whole_program import CLOSING, REPLAY_MARGIN, REPLAY_RESERVE, _reserve
 
     assert _reserve({"replay_s": 40.0}, 300.0) == REPLAY_MARGIN * 40.0 + CLOSING  # fragment level
     assert _reserve({"replay_s": 0.1}, 300.0) == REPLAY_RESERVE * 300.0
@@ -379,7 +379,7 @@ def test_the_final_replay_keeps_the_time_the_finalists_replay_spent_simulating()
 def test_only_the_placements_whose_replays_fit_are_replayed() -> None:
     """Attention's nine placements at ~75 s a replay took its schedules' time: auto ran on
     no phase and the answer was the greedy's (148,441 against 140,256 without them)."""
-    from ipuopt.optimize import AUTO_TIMES, _replays_that_fit, _reserve
+    from ipuopt.whole_program import AUTO_TIMES, _replays_that_fit, _reserve
 
     finalist = {"seconds": 80.0, "replay_s": 10.0, "generate_s": 20.0, "schedules": [(), ()],
                 "greedy": {"boundaries": [{"solve_s": 30.0}, {"solve_s": 20.0}]}}
@@ -389,3 +389,12 @@ def test_only_the_placements_whose_replays_fit_are_replayed() -> None:
     assert _replays_that_fit(finalist, 2, left) == 8
     assert _replays_that_fit(finalist, 2, 150.0) == 0
     assert _replays_that_fit(finalist, 2, None) is None
+
+
+def test_the_api_function_is_not_hidden_by_a_module_of_its_name() -> None:
+    """`ipuopt.optimize` stays the function once the module that runs it has been imported
+    (it was `ipuopt/optimize.py`, whose import replaced the function on the package)."""
+    import ipuopt
+    import ipuopt.whole_program  # noqa: F401
+
+    assert callable(ipuopt.optimize) and callable(ipuopt.run) and callable(ipuopt.solve)

@@ -8,6 +8,7 @@ from typing import Any
 
 from ipuopt.errors import InputError, Problem
 from ipuopt.io import read_document
+from ipuopt.limits import MAX_CYCLES, too_big
 from ipuopt.result import Status
 
 STATUSES = (Status.OPTIMAL, Status.FEASIBLE, Status.FALLBACK, Status.INFEASIBLE)
@@ -48,6 +49,9 @@ def schedule_from_dict(doc: Any, file: str = "") -> Schedule:
         start, width = entry.get("start"), entry.get("width", "ordinary")
         if not isinstance(start, int) or isinstance(start, bool):
             problems.append(Problem(file, f"transfer {tid}.start", f"not an integer: {start!r}"))
+            continue
+        if abs(start) > MAX_CYCLES:  # a negative start is the validator's to report
+            problems.append(Problem(file, f"transfer {tid}.start", too_big(abs(start), MAX_CYCLES)))
             continue
         if width not in WIDTH_NAMES:
             problems.append(Problem(file, f"transfer {tid}.width",

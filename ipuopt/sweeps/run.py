@@ -11,6 +11,7 @@ from __future__ import annotations
 import csv
 import logging
 import os
+import re
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -78,6 +79,19 @@ def _append(results: Path, row: dict[str, Any]) -> None:
         os.fsync(handle.fileno())
 
 
+CLUSTER = re.compile(r"(tcp|tls|ucx|ws|wss)://(\[[0-9a-fA-F:.]+\]|[^\s:/\[\]]+):(\d{1,5})")
+
+
+def check_cluster(cluster: str | None, field: str = "--cluster") -> None:
+    """A scheduler's address as Dask takes it (PROTOCOL://HOST:PORT), refused before any work."""
+    if cluster is None:
+        return
+    m = CLUSTER.fullmatch(cluster)
+    if m is None or not 0 < int(m.group(3)) < 65536:
+        raise InputError.one("", field, f"{cluster!r} is not a Dask scheduler address (tcp://HOST:PORT, "
+                                        "a port in 1..65535)")
+
+
 @contextmanager
 def dask_client(cluster: str | None, workers: int | None):  # noqa: ANN202 (a distributed Client)
     """A client of the scheduler at `cluster`, or of a local cluster of `workers` single-threaded
@@ -85,9 +99,10 @@ def dask_client(cluster: str | None, workers: int | None):  # noqa: ANN202 (a di
     from distributed import Client, LocalCluster
 
     if cluster:
+        check_cluster(cluster)
         try:
             client = Client(cluster, timeout="5s")
-        except (OSError, TimeoutError) as exc:
+        except (OSError, TimeoutError, ValueError) as exc:
             raise InputError.one("", "--cluster",
                                  f"cannot reach a Dask scheduler at {cluster}: {exc}") from None
         try:
