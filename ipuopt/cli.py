@@ -257,6 +257,21 @@ def _params(profile: str | None, solver: str | None, time_limit: float | None,
     return chosen.name, built
 
 
+def _check_export(export: Path | None, out: Path | None, solver: str | None) -> None:
+    """`--export` writes a model instead of solving: `--out` would get nothing, and a solver
+    named must be the one whose model the suffix says."""
+    if export is None:
+        return
+    if out is not None:
+        raise InputError.one("", "--export", "writes the model instead of solving: nothing would reach --out "
+                                             "(give one of them)")
+    form = FORMS.get(export.suffix.lower())
+    if solver in ("cpsat", "milp") and form is not None and form != solver:
+        wants = ", ".join(k for k, v in FORMS.items() if v == solver)
+        raise InputError.one(str(export), "--export", f"{export.suffix} holds a {form} model; --solver "
+                                                      f"{solver} writes {wants}")
+
+
 def _export(model: Callable[[str], Any], export: Path, json_out: bool, *inputs: Path | str | None) -> None:
     """Write the model `model(form)` builds to `export` and say what was written."""
     from ipuopt.export import form_of, write_model
@@ -324,6 +339,7 @@ def solve_cmd(
     backend, params = _params(profile, solver, time_limit, workers, seed, param, verbose)
     _check_out(out, phase, spec, profile)
     _check_out(export, phase, spec, profile, option="--export", suffixes=tuple(FORMS))
+    _check_export(export, out, solver)
     params.start_clock(method("exchange", backend).default_limit, since=START)
     ph, sp = load_phase(phase, spec)
     if export is not None:
@@ -594,8 +610,14 @@ GrainOpt = Annotated[str | None, typer.Option(
                           "transfer per box, at its first element).")]
 
 
+def _one_source(layout: list[str], plan: Path | None) -> None:
+    """The layouts come from `--layout` items or from `--plan`, not both."""
+    if layout and plan is not None:
+        raise InputError.one("", "--layout", "give --layout or --plan, not both (which would win?)")
+
+
 def _parse_layouts(items: list[str], spec, where: str = "--layout") -> dict:
-    """OP=LAYOUT items, every bad one reported."""
+    """OP=LAYOUT items, every bad one reported (an operator given twice too)."""
     from ipuopt.workloads.gemm import GemmLayout
 
     out, problems = {}, []
@@ -604,6 +626,9 @@ def _parse_layouts(items: list[str], spec, where: str = "--layout") -> dict:
             problems.append(Problem("", where, f"{item!r} is not OP=RxCxP/AxB[/REGION]"))
             continue
         op, text = item.split("=", 1)
+        if op.strip() in out:
+            problems.append(Problem("", where, f"{op.strip()} is given twice"))
+            continue
         try:
             out[op.strip()] = GemmLayout.parse(text, spec, f"{where} {op.strip()}")
         except InputError as exc:
@@ -630,6 +655,7 @@ def gen_cmd(
     from ipuopt.workloads.workload import load_workload
 
     _check_out_dir(out_dir)
+    _one_source(layout, plan)
     if arena and out_dir is None:
         raise InputError.one("", "--arena", "needs --out-dir to write the arena file into")
     wl = load_workload(workload)
@@ -698,7 +724,8 @@ def run_cmd(
     from ipuopt.workloads.workload import load_workload
 
     backend, params = _params(profile, solver, time_limit, workers, seed, param)
-    _check_out(out, spec, plan, profile)
+    _check_out(out, workload, spec, plan, profile)
+    _one_source(layout, plan)
     params.start_clock(method("exchange", backend).default_limit, since=START)
     wl = load_workload(workload)
     sp = load_spec(spec, field="--spec")
@@ -909,6 +936,7 @@ def place_cmd(
     source = csv_in or arena
     _check_out(out, source, suffixes=(".csv",) if csv_in is not None else tuple(FORMATS))
     _check_out(export, source, option="--export", suffixes=tuple(FORMS))
+    _check_export(export, out, solver)
     params.start_clock(since=START)
     problem = load_csv(csv_in, capacity) if csv_in is not None else load_arena(arena)  # type: ignore[arg-type]
     if export is not None:
@@ -1131,6 +1159,7 @@ def layout_cmd(
     path = source_path(problem)
     _check_out(out, path, spec, profile)
     _check_out(export, path, spec, option="--export", suffixes=tuple(FORMS))
+    _check_export(export, out, solver)
     if time_limit is not None:
         params.start_clock(since=START)
     options = BuildOptions(within, min_utilisation, exchange, grain)

@@ -1,0 +1,78 @@
+"""How long a workload's layout problem takes to build, and what `ipuopt layout --time-limit T`
+answers in that time.
+
+    .venv/bin/python benchmarks/layout_build.py [--grain runs|box|BYTES] [--only NAME]
+                                                [--limits 10,60] [--no-build]
+
+Each row runs the command line in a fresh process (as a user meets it): `ipuopt
+layout-problem` (seconds, peak memory from /usr/bin/time, candidates enumerated and kept,
+moves priced), then `ipuopt layout --time-limit T` for each T (wall seconds, status, cycles,
+and what the plan came from). Workloads: every bundled one on gc200, and vitb-mlp on gc2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+CASES = [("mini-mlp", "gc200"), ("mini-attention", "gc200"), ("siglip-mlp", "gc200"),
+         ("siglip-attention", "gc200"), ("vitb-mlp", "gc2")]
+CLI = [sys.executable, "-c", "from ipuopt.entry import main; main()"]
+
+
+def _timed(args: list[str]) -> tuple[subprocess.CompletedProcess, float, int]:
+    """The command's result, wall seconds and peak resident memory (MB)."""
+    with tempfile.NamedTemporaryFile("r") as stats:
+        t0 = time.perf_counter()
+        r = subprocess.run(["/usr/bin/time", "-f", "%M", "-o", stats.name, *CLI, *args], capture_output=True,
+                           text=True, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
+        took = time.perf_counter() - t0
+        peak = int(stats.read().strip().splitlines()[-1] or 0) // 1024
+    return r, took, peak
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--grain", default=None, help="as `ipuopt layout-problem --grain` (default: runs)")
+    ap.add_argument("--only", help="only workloads whose name contains this")
+    ap.add_argument("--limits", default="10,60", help="time limits for `ipuopt layout`, comma-separated")
+    ap.add_argument("--no-build", action="store_true", help="skip the full builds")
+    args = ap.parse_args()
+    grain = ["--grain", args.grain] if args.grain else []
+    cases = [c for c in CASES if not args.only or args.only in c[0]]
+    if not args.no_build:
+        print(f"{'workload':<18} {'spec':<6} {'grain':<5} {'candidates':>10} {'kept':>6} {'moves':>6} "
+              f"{'seconds':>8} {'peak MB':>8}")
+        with tempfile.TemporaryDirectory() as tmp:
+            for name, spec in cases:
+                r, took, peak = _timed(["layout-problem", name, "--spec", spec, *grain, "--out",
+                                        f"{tmp}/{name}.yaml", "--json", "--quiet"])
+                if r.returncode != 0:
+                    print(f"{name:<18} {spec:<6} failed: {r.stderr.strip()[-200:]}")
+                    continue
+                doc = json.loads(r.stdout)
+                print(f"{name:<18} {spec:<6} {doc['grain']:<5} {sum(doc['enumerated'].values()):>10} "
+                      f"{sum(doc['kept'].values()):>6} {doc['pairs_priced']:>6} {took:>8.1f} {peak:>8}",
+                      flush=True)
+    print(f"\n{'workload':<18} {'limit':>5} {'wall':>6} {'exit':>4} {'status':<9} {'cycles':>8}  from")
+    for name, spec in cases:
+        for limit in (float(x) for x in args.limits.split(",")):
+            r, took, _ = _timed(["layout", name, "--spec", spec, *grain, "--time-limit", f"{limit:g}",
+                                 "--json", "--quiet"])
+            doc = json.loads(r.stdout) if r.stdout.strip() else {}
+            kept = doc.get("kept") or {}
+            source = ("compiler's layouts" if doc.get("method") == "compiler" else
+                      f"reference's {kept['partial']} an operator" if kept.get("partial") else "full problem")
+            print(f"{name:<18} {limit:>5g} {took:>6.1f} {r.returncode:>4} {doc.get('status', '-'):<9} "
+                  f"{doc.get('cycles') if doc.get('cycles') is not None else '-':>8}  {source}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
