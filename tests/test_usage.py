@@ -64,6 +64,8 @@ def _mistakes(tmp: Path) -> list[tuple[list[str], str]]:
         (["solve", "tiny", "--solver", "cpsat", "--seed", "99999999999999999999"], "--seed"),
         (["solve", "tiny", "--solver", "cpsat", "--workers", "99999999999999999999"], "--workers"),
         (["optimize", "mini-mlp", "--cluster", "notaurl"], "--cluster"),
+        (["layout", "toy", "--solver", "beam", "--k", "3"], "the beam makes one plan"),
+        (["solve", "tiny", "--solver", "cpsat", "--param", "num_workers=abc"], "CP-SAT's num_workers is int"),
         (["run", str(ROOT / "models" / "mini-mlp.yaml"), "--spec", "test64", "--out",
           str(ROOT / "models" / "mini-mlp.yaml")], "input file"),
         (["gen", "mini-mlp", "--spec", "test64", "--layout", "gemm1=2x16x2", "--plan", tiny],

@@ -75,8 +75,9 @@ def new_solver(params: SolveParams, time_limit: float | None = None, wall_clock:
             raise InputError.one("", f"params.{key}", "not a CP-SAT parameter")
         try:
             setattr(sp, key, value)
-        except (TypeError, ValueError) as exc:
-            raise InputError.one("", f"params.{key}", f"bad value {value!r}: {exc}") from None
+        except (TypeError, ValueError):  # pybind's message lists every overload: say what it wants
+            raise InputError.one("", f"params.{key}", f"bad value {value!r}: CP-SAT's {key} is "
+                                                      f"{type(getattr(sp, key)).__name__}") from None
     solver.ipuopt_halt = halt = _Halt(solver)
     params.stop.on_request(halt)
     solver.ipuopt_limits = (params.stop, params.reproducible and not wall_clock)  # read back by `solve`

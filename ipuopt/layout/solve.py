@@ -59,6 +59,8 @@ def plan(problem: LayoutProblem, solver: str = "milp", params: SolveParams | dic
     for name, value in (("--k", k), ("--width", width), ("--beam", beam)):
         if value < 1:
             raise InputError.one("", name, f"must be >= 1, got {value}")
+    if solver == "beam" and k > 1:
+        raise InputError.one("", "--k", "the beam makes one plan: the k best need --solver milp or cpsat")
     params = SolveParams.of(params)
     t0 = time.perf_counter()
     sol = Plan(problem.extra.get("workload", problem.name), problem.extra.get("spec"), {})
