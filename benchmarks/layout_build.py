@@ -7,7 +7,7 @@ answers in that time.
 Each row runs the command line in a fresh process (as a user meets it): `ipuopt
 layout-problem` (seconds, peak memory from /usr/bin/time, candidates enumerated and kept,
 moves priced), then `ipuopt layout --time-limit T` for each T (wall seconds, status, cycles,
-and what the plan came from). Workloads: every bundled one on gc200, and vitb-mlp on gc2.
+and what the plan came from). Workloads: the minis on test64, SigLIP on gc200, vitb-mlp on gc2.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-CASES = [("mini-mlp", "gc200"), ("mini-attention", "gc200"), ("siglip-mlp", "gc200"),
+CASES = [("mini-mlp", "test64"), ("mini-attention", "test64"), ("siglip-mlp", "gc200"),
          ("siglip-attention", "gc200"), ("vitb-mlp", "gc2")]
 CLI = [sys.executable, "-c", "from ipuopt.entry import main; main()"]
 

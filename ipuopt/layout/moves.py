@@ -10,10 +10,12 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from ipuopt.layout.candidates import INPUT_LAYOUT, Cand, Catalogue
-from ipuopt.layout.pricing import Held, input_held, move_bound, move_floor, output_held
+from ipuopt.layout.pricing import Held, input_held, move_bounds, move_floor, output_held
 from ipuopt.layout.pruning import floors_of
 from ipuopt.params import Stopped
 from ipuopt.workloads.geometry import operand_needs
+
+BATCH = 8192  # held pieces x needs' lists priced in one pass: few for large layouts
 
 
 class Moves:
@@ -58,13 +60,18 @@ class Moves:
                         c.moves[t] = self.exact[(t, n)]
 
     def price(self, t: str, have: str, need: str) -> int:
+        return self.price_all(t, have, [need])[0]
+
+    def price_all(self, t: str, have: str, needs: list[str]) -> list[int]:
+        """The move bounds of `t` from layout `have` into each need label, in one pass."""
         self.cat.check()
-        nop, which, nc = self.cat.needs[need]
-        if need not in self.need_boxes:
-            self.need_boxes[need] = operand_needs(self.wl, nop, nc, which, 0)
-        self.pairs_priced += 1
-        return move_bound(self.held_of(t, have), self.need_boxes[need], self.wl.elem_bytes, self.spec,
-                          self.grain)
+        for need in needs:
+            if need not in self.need_boxes:
+                nop, which, nc = self.cat.needs[need]
+                self.need_boxes[need] = operand_needs(self.wl, nop, nc, which, 0)
+        self.pairs_priced += len(needs)
+        return move_bounds(self.held_of(t, have), [self.need_boxes[n] for n in needs], self.wl.elem_bytes,
+                           self.spec, self.grain)
 
     def held_of(self, tensor: str, label: str) -> Held:
         """Where `tensor` is when in layout `label` (graph inputs all share the label `rows`)."""
@@ -79,20 +86,34 @@ class Moves:
 
     def rows(self, cands: dict[str, list[Cand]], limit: float,
              left: Callable[[], float | None] | None = None) -> list[dict[str, Any]]:
-        """Priced moves between kept layouts that a plan within `limit` could use. With `left`
-        (seconds left, or None), a pricing that the first pairs' pace shows will not end in
-        time stops at once (`Stopped`) rather than when the time is gone."""
-        rows: list[dict[str, Any]] = []
+        """Priced moves between kept layouts that a plan within `limit` could use. The moves
+        out of one held layout are priced together (`move_bounds`), up to `BATCH` needs'
+        boxes at a time. With `left` (seconds left, or None), a pricing that the first
+        pairs' pace shows will not end in time stops at once (`Stopped`) rather than when
+        the time is gone."""
         todo = list(self._pairs(cands, limit))
-        unpriced = sum(cycles is None for *_, cycles in todo)
-        t0, priced = time.perf_counter(), 0
-        for t, o, n, others, cycles in todo:
+        batches: dict[tuple[str, str], list[int]] = {}  # (tensor, held layout) -> unpriced pairs
+        for i, (t, o, _, _, cycles) in enumerate(todo):
             if cycles is None:
-                room = left() if left is not None and priced == 64 else None
-                if room is not None and (time.perf_counter() - t0) / priced * unpriced > room:
-                    self.cat.say(f"{unpriced} moves to price: more than the {room:.0f} s left")
+                batches.setdefault((t, o), []).append(i)
+        cut: list[tuple[str, str, list[int]]] = []
+        for (t, o), ids in batches.items():
+            size = max(1, BATCH // max(1, len(self.held_of(t, o).tiles)))
+            cut += [(t, o, ids[at:at + size]) for at in range(0, len(ids), size)]
+        unpriced = sum(len(ids) for *_, ids in cut)
+        priced: dict[int, int] = {}
+        t0, looked = time.perf_counter(), False
+        for t, o, ids in cut:
+            if left is not None and not looked and len(priced) >= 64:
+                looked, room = True, left()
+                pace = (time.perf_counter() - t0) / len(priced)
+                if room is not None and pace * (unpriced - len(priced)) > room:
+                    self.cat.say(f"{unpriced - len(priced)} moves to price: more than the {room:.0f} s left")
                     raise Stopped
-                cycles, priced = self.price(t, o, n), priced + 1
+            priced.update(zip(ids, self.price_all(t, o, [todo[i][2] for i in ids]), strict=True))
+        rows: list[dict[str, Any]] = []
+        for i, (t, o, n, others, cycles) in enumerate(todo):
+            cycles = priced[i] if cycles is None else cycles
             if others + cycles <= limit:
                 rows.append({"tensor": t, "from": o, "to": n, "cycles": cycles})
         return rows

@@ -120,45 +120,65 @@ class Lanes:
     """Per-tile lane work of one phase, and its load bound. With `pairs`, also each tile's
     sends as the pair bound counts them (`exchange.bounds.pair_bound`: ordinary on its own
     lane or paired on both, whichever costs the pair less), so the bound sees that two
-    partner tiles share two transmit lanes."""
+    partner tiles share two transmit lanes. With `sets` > 1, the lanes of that many phases
+    side by side (phase s's tile t at s * tiles + t), priced in one pass (`move_bounds`)."""
 
-    def __init__(self, spec: Spec, pairs: bool = False, lead: int | None = None) -> None:
-        self.spec = spec
+    def __init__(self, spec: Spec, pairs: bool = False, lead: int | None = None, sets: int = 1) -> None:
+        self.spec, self.sets = spec, sets
         ex = spec.exchange
         self.lead = ex.rx_lead if lead is None else lead  # a receive's cycles besides its payload
-        self.rx = np.zeros(spec.tiles, dtype=np.int64)
-        self.tx = np.zeros(spec.tiles, dtype=np.int64)
-        self.pair = np.zeros(spec.tiles, dtype=np.int64) if pairs else None
+        self.rx = np.zeros(sets * spec.tiles, dtype=np.int64)
+        self.tx = np.zeros(sets * spec.tiles, dtype=np.int64)
+        self.pair = np.zeros(sets * spec.tiles, dtype=np.int64) if pairs else None
         self.partner = partners(spec) if pairs else None
 
     def bound(self) -> int:
+        return max(self.bounds())
+
+    def bounds(self) -> list[int]:
+        """Each phase's load bound."""
         ex = self.spec.exchange
         lat0 = self.spec.latency(0, 1)
-        rx, tx = int(self.rx.max()), int(self.tx.max())
-        out = max(rx + ex.tx_overhead + lat0 - ex.rx_lead if rx else 0, tx + lat0 if tx else 0)
-        if self.pair is not None and self.partner is not None and self.pair.any():
+        rx, tx = (a.reshape(self.sets, -1).max(axis=1) for a in (self.rx, self.tx))
+        out = np.maximum(np.where(rx > 0, rx + ex.tx_overhead + lat0 - ex.rx_lead, 0),
+                         np.where(tx > 0, tx + lat0, 0))
+        if self.pair is not None and self.partner is not None:
             has = self.partner >= 0
-            both = self.pair[has] + self.pair[self.partner[has]]
-            out = max(out, int(-(-both.max() // 2)) + lat0) if len(both) else out
-        return out
+            pair = self.pair.reshape(self.sets, -1)
+            if has.any():
+                both = (pair[:, has] + pair[:, self.partner[has]]).max(axis=1)
+                out = np.where(pair.any(axis=1), np.maximum(out, -(-both // 2) + lat0), out)
+        return [int(v) for v in out]
 
 
 def move_bound(held: Held, needs: list[Need], elem: int, spec: Spec, grain: Grain = None) -> int:
     """Load bound of the phase that routes `needs` from `held` (as `ipuopt gen` would at
     `grain`)."""
-    return move_lanes(held, needs, elem, spec, grain).bound()
+    return move_bounds(held, [needs], elem, spec, grain)[0]
+
+
+def move_bounds(held: Held, phases: list[list[Need]], elem: int, spec: Spec, grain: Grain = None
+                ) -> list[int]:
+    """`move_bound` of each list of needs, all from `held`, in one pass: on small layouts the
+    numpy calls, not the data, cost the time, and one pass makes as many calls as one move."""
+    lanes = Lanes(spec, sets=len(phases))
+    needs = [need for phase in phases for need in phase]
+    which = np.repeat(np.arange(len(phases)), [len(phase) for phase in phases])
+    return move_lanes(held, needs, elem, spec, grain, lanes, which).bounds()
 
 
 def move_lanes(held: Held, needs: list[Need], elem: int, spec: Spec, grain: Grain = None,
-               lanes: Lanes | None = None) -> Lanes:
+               lanes: Lanes | None = None, which: np.ndarray | None = None) -> Lanes:
     """The lane work of routing `needs` from `held`, added to `lanes` (a phase moving several
-    tensors loads the same lanes): every (need, piece) overlap at once, a block of needs at
-    a time (`overlapping` finds the overlaps without the table of every pair)."""
+    tensors loads the same lanes; `which`: each need's phase when `lanes` holds several):
+    every (need, piece) overlap at once (`overlapping`), a block of needs at a time."""
     ex = spec.exchange
     lanes = lanes or Lanes(spec)
+    which = np.zeros(len(needs), dtype=np.int64) if which is None else which
     block = max(1, 2_000_000 // max(1, len(held.tiles)))
     for first in range(0, len(needs), block):
         part = needs[first:first + block]
+        base = which[first:first + block] * spec.tiles  # each need's phase's first lane
         nlo = np.array([[r[0] for r in need.box] for need in part], dtype=np.int64).reshape(-1, 3)
         nhi = np.array([[r[1] for r in need.box] for need in part], dtype=np.int64).reshape(-1, 3)
         naddr = np.array([need.addr for need in part], dtype=np.int64)
@@ -181,14 +201,15 @@ def move_lanes(held: Held, needs: list[Need], elem: int, spec: Spec, grain: Grai
         inside = np.isin(n * spec.tiles + src, owner * spec.tiles + tiles)
         dst = sizes[n] - inside
         sent = dst > 0
-        np.add.at(lanes.tx, src, -(-dst // ex.max_fanout) * tx_work)
+        at = base[n] + src  # the source's lane in its need's phase
+        np.add.at(lanes.tx, at, -(-dst // ex.max_fanout) * tx_work)
         if lanes.pair is not None:
             pair_work = _runs_work(*split_runs, lambda w: pair_cost(w, spec), ex.tx_overhead)
-            np.add.at(lanes.pair, src[sent], (-(-dst // ex.max_fanout) * pair_work)[sent])
+            np.add.at(lanes.pair, at[sent], (-(-dst // ex.max_fanout) * pair_work)[sent])
         per_need = np.bincount(n[sent], weights=rx_work[sent], minlength=len(part)).astype(np.int64)
-        np.add.at(lanes.rx, tiles, per_need[owner])
+        np.add.at(lanes.rx, base[owner] + tiles, per_need[owner])
         back = inside & sent  # a holder that needs the block does not receive its own piece
-        np.add.at(lanes.rx, src[back], -rx_work[back])
+        np.add.at(lanes.rx, at[back], -rx_work[back])
     return lanes
 
 

@@ -1,0 +1,112 @@
+"""Ctrl-C at random moments of every stage of `--solver auto`, on a large phase: does the
+command always end within 5 s with the best schedule written whole?
+
+    .venv/bin/python benchmarks/interrupts.py [--phase FILE] [--transfers 60000] [--repeat 20]
+                                              [--stages time,coarse,...] [--spread 3] [--seed 0]
+
+By default the phase is the gc200 random multicast phase of `--transfers` transfers (and
+dependencies); `--phase` takes any phase file (a fragment-level phase from `ipuopt gen` is
+the one with every stage, `coarse` included). For each stage of auto's pipeline and each
+repetition: `ipuopt solve PHASE --solver auto --time-limit 900 --out S.json` runs until its
+progress line says the stage began, then waits a random 0..`--spread` s and sends SIGINT.
+A row per stage: interrupts sent, those that landed in the stage (the line still the last
+one), exits with 130 within 5 s, files written whole with "interrupted": true and accepted
+by the validator, and the slowest exit.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+CLI = [sys.executable, "-c", "from ipuopt.entry import main; main()"]
+STAGES = ("time", "coarse", "colour", "justify", "iterated", "lns")
+
+
+def once(phase: Path, stage: str, spread: float, rng: random.Random, out: Path) -> dict | None:
+    """One interrupted run; None when the stage never came (the pipeline skipped it)."""
+    out.unlink(missing_ok=True)
+    args = ["solve", str(phase), "--solver", "auto", "--time-limit", "900", "--out", str(out)]
+    proc = subprocess.Popen([*CLI, *args], cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            text=True, env={**os.environ, "PYTHONPATH": str(ROOT),
+                                                       "IPUOPT_PROGRESS_AFTER": "0"})
+    lines: list[str] = []
+    began = threading.Event()
+
+    def read() -> None:
+        for line in proc.stderr:  # type: ignore[union-attr]
+            lines.append(line)
+            if f"stage auto: {stage}" in line:
+                began.set()
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    while not began.wait(0.5):
+        if proc.poll() is not None:
+            return None
+    time.sleep(rng.uniform(0, spread))
+    inside = f"stage auto: {stage}" in next((x for x in reversed(lines) if "stage" in x), "")
+    t0 = time.perf_counter()
+    proc.send_signal(signal.SIGINT)
+    try:
+        proc.wait(timeout=120)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+    took = time.perf_counter() - t0
+    reader.join(5)
+    whole = False
+    if out.exists():
+        check = subprocess.run([*CLI, "validate", str(phase), str(out)], cwd=ROOT, capture_output=True,
+                               env={**os.environ, "PYTHONPATH": str(ROOT)})
+        whole = json.loads(out.read_text()).get("interrupted") is True and check.returncode == 0
+    return {"inside": inside, "ok": proc.returncode == 130 and took < 5, "whole": whole, "took": took}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--phase", type=Path, help="a phase file (default: the random phase)")
+    ap.add_argument("--transfers", type=int, default=60000)
+    ap.add_argument("--repeat", type=int, default=20)
+    ap.add_argument("--stages", default=",".join(STAGES))
+    ap.add_argument("--spread", type=float, default=3.0, help="seconds: the signal's random delay at most")
+    ap.add_argument("--seed", type=int, default=0)
+    args = ap.parse_args()
+    rng = random.Random(args.seed)
+    with tempfile.TemporaryDirectory() as tmp:
+        phase = args.phase
+        if phase is None:
+            from ipuopt.exchange.random_phase import random_phase
+            from ipuopt.io import write_document
+            from ipuopt.spec import load_spec
+
+            phase = Path(tmp) / "random.json"
+            write_document(phase, random_phase(load_spec("gc200"), args.transfers, seed=args.seed,
+                                               name=f"random-{args.transfers}").to_dict())
+        print(f"{'stage':<9} {'sent':>4} {'inside':>6} {'exit 130 <5s':>12} {'whole':>5} {'slowest s':>9}")
+        for stage in args.stages.split(","):
+            rows = []
+            for _ in range(args.repeat):
+                row = once(phase, stage, args.spread, rng, Path(tmp) / "s.json")
+                if row is None:
+                    break
+                rows.append(row)
+            if not rows:
+                print(f"{stage:<9} auto's pipeline does not run it on this phase")
+                continue
+            print(f"{stage:<9} {len(rows):>4} {sum(r['inside'] for r in rows):>6} "
+                  f"{sum(r['ok'] for r in rows):>12} {sum(r['whole'] for r in rows):>5} "
+                  f"{max(r['took'] for r in rows):>9.2f}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
