@@ -2,7 +2,7 @@
 answers in that time.
 
     .venv/bin/python benchmarks/layout_build.py [--grain runs|box|BYTES] [--only NAME]
-                                                [--limits 10,60] [--no-build]
+                                                [--limits 10,60] [--no-build] [--build-limit 600]
 
 Each row runs the command line in a fresh process (as a user meets it): `ipuopt
 layout-problem` (seconds, peak memory from /usr/bin/time, candidates enumerated and kept,
@@ -27,14 +27,21 @@ CASES = [("mini-mlp", "test64"), ("mini-attention", "test64"), ("siglip-mlp", "g
 CLI = [sys.executable, "-c", "from ipuopt.entry import main; main()"]
 
 
-def _timed(args: list[str]) -> tuple[subprocess.CompletedProcess, float, int]:
-    """The command's result, wall seconds and peak resident memory (MB)."""
+def _timed(args: list[str], limit: float | None = None
+           ) -> tuple[subprocess.CompletedProcess | None, float, int]:
+    """The command's result (None when it outran `limit` seconds and was stopped), wall
+    seconds and peak resident memory (MB)."""
     with tempfile.NamedTemporaryFile("r") as stats:
         t0 = time.perf_counter()
-        r = subprocess.run(["/usr/bin/time", "-f", "%M", "-o", stats.name, *CLI, *args], capture_output=True,
-                           text=True, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
+        try:
+            r = subprocess.run(["/usr/bin/time", "-f", "%M", "-o", stats.name, *CLI, *args],
+                               capture_output=True, text=True, cwd=ROOT, timeout=limit,
+                               env={**os.environ, "PYTHONPATH": str(ROOT)})
+        except subprocess.TimeoutExpired:
+            r = None
         took = time.perf_counter() - t0
-        peak = int(stats.read().strip().splitlines()[-1] or 0) // 1024
+        lines = stats.read().strip().splitlines()
+        peak = int(lines[-1]) // 1024 if lines and lines[-1].isdigit() else 0
     return r, took, peak
 
 
@@ -44,6 +51,7 @@ def main() -> None:
     ap.add_argument("--only", help="only workloads whose name contains this")
     ap.add_argument("--limits", default="10,60", help="time limits for `ipuopt layout`, comma-separated")
     ap.add_argument("--no-build", action="store_true", help="skip the full builds")
+    ap.add_argument("--build-limit", type=float, default=600.0, help="seconds a build may take")
     args = ap.parse_args()
     grain = ["--grain", args.grain] if args.grain else []
     cases = [c for c in CASES if not args.only or args.only in c[0]]
@@ -53,7 +61,10 @@ def main() -> None:
         with tempfile.TemporaryDirectory() as tmp:
             for name, spec in cases:
                 r, took, peak = _timed(["layout-problem", name, "--spec", spec, *grain, "--out",
-                                        f"{tmp}/{name}.yaml", "--json", "--quiet"])
+                                        f"{tmp}/{name}.yaml", "--json", "--quiet"], args.build_limit)
+                if r is None:
+                    print(f"{name:<18} {spec:<6} not built in {args.build_limit:g} s (stopped)", flush=True)
+                    continue
                 if r.returncode != 0:
                     print(f"{name:<18} {spec:<6} failed: {r.stderr.strip()[-200:]}")
                     continue
