@@ -41,18 +41,23 @@ def once(phase: Path, stage: str, spread: float, rng: random.Random, out: Path) 
                             text=True, env={**os.environ, "PYTHONPATH": str(ROOT),
                                                        "IPUOPT_PROGRESS_AFTER": "0"})
     lines: list[str] = []
-    began = threading.Event()
+    began, skipped = threading.Event(), threading.Event()
+    later = STAGES[STAGES.index(stage) + 1:] if stage in STAGES else ()
 
     def read() -> None:
         for line in proc.stderr:  # type: ignore[union-attr]
             lines.append(line)
             if f"stage auto: {stage}" in line:
                 began.set()
+            elif not began.is_set() and any(f"stage auto: {x}" in line for x in later):
+                skipped.set()  # the pipeline went past it without running it
 
     reader = threading.Thread(target=read, daemon=True)
     reader.start()
     while not began.wait(0.5):
-        if proc.poll() is not None:
+        if proc.poll() is not None or skipped.is_set():
+            proc.kill()
+            proc.wait()
             return None
     time.sleep(rng.uniform(0, spread))
     inside = f"stage auto: {stage}" in next((x for x in reversed(lines) if "stage" in x), "")
