@@ -215,8 +215,8 @@ def run_interruptible(work: Callable[[], Any], stop: Stop, grace: float = 3.0) -
         # solver's), and then nothing wakes a main thread blocked on a lock: Python runs its
         # handler only when the main thread next runs, which was at the time limit (auto's
         # coarse stage ignored Ctrl-C for 113 s). Waking every POLL seconds, it runs at once.
-        while not done.wait(POLL):
-            pass
+        while not done.is_set():
+            done.wait(POLL)
     except KeyboardInterrupt:
         interrupted = True
         stop.request()
