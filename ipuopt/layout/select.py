@@ -81,13 +81,11 @@ class BuildStopped(Stopped):  # noqa: N818 (a signal, as Stopped)
         self.result = result
 
 
-def compiler_plan(wl: Workload, spec: Spec, why: str) -> Result[Plan]:
+def compiler_plan(wl: Workload, spec: Spec) -> Result[Plan]:
     """The plan a compiler makes today, one operator at a time (`compiler_layouts`): the
     answer when the model has none; not priced by the model (no cycles)."""
-    t0 = time.perf_counter()
     choice = {op: c.layout.label for op, c in compiler_layouts(wl, spec).items()}
-    return Result(Status.FALLBACK, Plan(wl.name, spec.name, choice), runtime=time.perf_counter() - t0,
-                  solver="milp", method="compiler", reason=why)
+    return Result(Status.FALLBACK, Plan(wl.name, spec.name, choice), solver="milp", method="compiler")
 
 
 def problem_of(source: LayoutProblem | Workload | dict[str, Any] | str | Path, spec: Spec | str = "gc200",
@@ -112,7 +110,7 @@ def problem_of(source: LayoutProblem | Workload | dict[str, Any] | str | Path, s
         t0 = time.perf_counter()
         wl = doc if isinstance(doc, Workload) else workload_from_dict(doc, str(path or "(workload document)"))
         sp = spec if isinstance(spec, Spec) else load_spec(spec, field="--spec")
-        plan_b = compiler_plan(wl, sp, "") if fallback else None
+        plan_b = compiler_plan(wl, sp) if fallback else None
         try:
             problem, _ = build(wl, sp, options, progress, check, left)
         except Stopped:
