@@ -52,7 +52,10 @@ def _process_start(most: float = 30.0) -> float:
 
 START = _process_start()  # the command's start: a time limit counts from here
 
-# Plain help text: rich markup would read "[/REGION]" in an option's help as a closing tag.
+# Plain help text: rich markup would read "[/REGION]" in an option's help as a closing tag. Typer
+# still escapes "[default: ...]" for rich's HTML export when rich is installed, printing "\[": its
+# flag is only read for that escape once markup is off.
+typer.core.HAS_RICH = False
 _TYPER = {"add_completion": False, "no_args_is_help": True, "pretty_exceptions_enable": False,
           "rich_markup_mode": None}
 app = typer.Typer(**_TYPER,
@@ -96,6 +99,14 @@ def _err(msg: str) -> None:
 
 def _pct(g: float | None) -> str:
     return "n/a" if g is None else f"{100 * g:.2f}%"
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" + ("" if n == 1 else "s")
+
+
+def _num(v: int | None) -> str:
+    return "n/a" if v is None else str(v)
 
 
 HOLD_FOR = 120.0  # seconds a held stage waits for Ctrl-C at most
@@ -298,7 +309,7 @@ def _json_doc(res: Result, out: Path | None) -> dict[str, Any]:
 def _print_result(res: Result, spec_clock: float, sync: int) -> None:
     s, x = res.solution, res.extras
     us = s.horizon / spec_clock * 1e6 if s.horizon is not None else 0
-    print(f"phase      {s.phase or '(unnamed)'}: {len(s.starts)} transfers on {s.spec}")
+    print(f"phase      {s.phase or '(unnamed)'}: {_count(len(s.starts), 'transfer')} on {s.spec}")
     limit = f" of {x['time_limit_s']:g}s" if "time_limit_s" in x else ""
     print(f"solver     {res.solver}  status {res.status}  time {res.runtime:.2f}s{limit}"
           + (f"  (schedule from {res.method})" if res.method.split("/")[0] != res.solver else ""))
@@ -306,7 +317,7 @@ def _print_result(res: Result, spec_clock: float, sync: int) -> None:
     if "greedy_horizon" in x and res.solver != "greedy":
         print(f"greedy     {x['greedy_horizon']}")
     for b in res.bounds:
-        print(f"bound      {b.name:<10} {b.value:>10}  {b.where}")
+        print(f"bound      {b.name:<11} {b.value:>10}  {b.where}")
     print(f"best bound {res.bound}  gap {_pct(res.gap)}")
     if res.reason:
         print(f"reason     {res.reason}")
@@ -379,9 +390,10 @@ def bounds_cmd(phase: Annotated[Path, typer.Argument(help="Phase file or bundled
         print(json.dumps({"phase": ph.name, "spec": sp.name, "transfers": len(ph.transfers),
                           "bounds": [b.to_dict() for b in bounds], "best": best.value}, indent=1))
         return
+    w = max(len(b.name) for b in [*bounds, best])
     for b in bounds:
-        print(f"{b.name:<10} {b.value:>10}  {b.where}")
-    print(f"{'best':<10} {best.value:>10}  ({best.name})")
+        print(f"{b.name:<{w}} {b.value:>10}  {b.where}")
+    print(f"{'best':<{w}} {best.value:>10}  ({best.name})")
 
 
 @app.command("validate")
@@ -406,7 +418,7 @@ def validate_cmd(phase: Annotated[Path, typer.Argument(help="Phase (file or bund
     report = validate(ph, sp, sched)
     _print_report(report.violations, {"horizon": report.horizon,
                                        "violations": [v.to_dict() for v in report.violations]},
-                  f"ok: {len(ph.transfers)} transfers, horizon {report.horizon}",
+                  f"ok: {_count(len(ph.transfers), 'transfer')}, horizon {report.horizon}",
                   f"recomputed horizon {report.horizon}", json_out)
 
 
@@ -515,13 +527,24 @@ def simulate_cmd(
         raise typer.Exit(1)
 
 
+def _is_phase(path: Path) -> bool:
+    doc = read_document(path)
+    return isinstance(doc, dict) and "transfers" in doc
+
+
 def _phase_files(paths: list[Path]) -> list[Path]:
     files: list[Path] = []
     for p in paths:
         if p.is_dir():
-            found = sorted(f for f in p.iterdir() if f.suffix in (".yaml", ".yml", ".json"))
+            # `gen --out-dir` writes the arena (and other files) beside the phases: read only phases.
+            documents = sorted(f for f in p.iterdir() if f.suffix in (".yaml", ".yml", ".json"))
+            found = [f for f in documents if _is_phase(f)]
             if not found:
-                raise InputError.one(str(p), "", "folder holds no phase file (.yaml, .yml, .json)")
+                raise InputError.one(str(p), "", "folder holds no phase file (.yaml, .yml, .json with "
+                                     "transfers)")
+            for f in documents:
+                if f not in found:
+                    _err(f"note: {f}: not a phase (no transfers), skipped")
             files += found
         else:
             files.append(p)
@@ -573,11 +596,13 @@ def compare_cmd(
         writer.writerows(rows)
         print(buf.getvalue(), end="")
     else:
-        print(f"{'phase':<28} {'solver':<7} {'transfers':>9} {'bound':>8} {'greedy':>8} {'horizon':>8} "
+        wp = max([len("phase")] + [len(r["phase"]) for r in rows])
+        ws = max([len("solver")] + [len(r["solver"]) for r in rows])
+        print(f"{'phase':<{wp}} {'solver':<{ws}} {'transfers':>9} {'bound':>8} {'greedy':>8} {'horizon':>8} "
               f"{'status':<9} {'gap':>7} {'time':>7}")
         for r in rows:
-            print(f"{r['phase'][:28]:<28} {r['solver']:<7} {r['transfers']:>9} {r['bound']:>8} "
-                  f"{r['greedy']:>8} {r['horizon']:>8} {r['status']:<9} {_pct(r['gap']):>7} "
+            print(f"{r['phase']:<{wp}} {r['solver']:<{ws}} {r['transfers']:>9} {_num(r['bound']):>8} "
+                  f"{_num(r['greedy']):>8} {_num(r['horizon']):>8} {r['status']:<9} {_pct(r['gap']):>7} "
                   f"{r['time_s']:>6.2f}s")
 
 
@@ -886,6 +911,13 @@ def layouts_cmd(
                   f"memory {c.memory}  -> {c.output}")
 
 
+def _refuse_unread(reason: str, given: dict[str, bool]) -> None:
+    """Refuse options the chosen mode would ignore: a user who gave them expects them to act."""
+    unread = [name for name, set_ in given.items() if set_]
+    if unread:
+        raise InputError.one("", ", ".join(unread), reason)
+
+
 @app.command("place")
 def place_cmd(
     arena: Annotated[Path | None, typer.Argument(help="Arena file (YAML, JSON) or bundled name.")] = None,
@@ -918,6 +950,12 @@ def place_cmd(
     from ipuopt.arena.problem import OBJECTIVES, load_arena, load_csv, offsets_csv
     from ipuopt.arena.solve import place
 
+    _refuse_unread("not read with --reschedule" if reschedule else "read only with --reschedule", {
+        "--objective": objective != "fit", "--solver": solver != "auto", "--workers": workers is not None,
+        "--seed": seed is not None, "--capacity": capacity is not None, "--export": export is not None,
+    } if reschedule else {
+        "--spec": spec != "gc200", "--plan": plan is not None, "--grain": grain is not None,
+        "--schedule-with": schedule_with != "greedy"})
     if reschedule:
         if arena is None or csv_in is not None:
             raise InputError.one("", "--reschedule", "give the workload (name or file) as ARENA")
@@ -964,7 +1002,8 @@ def place_cmd(
             print(f"objective  fit: every buffer placed within capacity (peak {res.solution.peak} of "
                   f"{problem.capacity} bytes)")
         elif offsets is not None:
-            print(f"objective  {objective} = {res.value}  peak {res.solution.peak}  lower bound {res.bound}")
+            print(f"objective  {objective} = {res.value}  peak {res.solution.peak}  "
+                  f"lower bound {_num(res.bound)}")
         if res.reason:
             print(f"reason     {res.reason}")
     if res.interrupted:
@@ -1346,7 +1385,7 @@ def import_openshop(
     _check_out(out, file)
     phase = openshop_phase(read_openshop(file), name=file.stem)
     write_document(out, phase.to_dict(), protect=(file,))
-    print(f"wrote {out}: {len(phase.transfers)} transfers")
+    print(f"wrote {out}: {_count(len(phase.transfers), 'transfer')}")
 
 
 def main() -> None:

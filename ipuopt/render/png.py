@@ -84,7 +84,7 @@ def arena_png(data: dict[str, Any]) -> bytes:
                Line2D([0], [0], color="#333"), Line2D([0], [0], color="#999", linestyle=":")]
     names = ["buffer", "alias (shares its owner's storage)", "outlined: pays a conflict weight",
              f"capacity {data['capacity']} bytes" + ("" if data["capacity"] <= top else " (above the view)"),
-             f"memory element boundary ({element} bytes)"]
+             f"memory element boundary ({element} bytes" + (")" if element <= top else ", above the view)")]
     ax.legend(handles, names, fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.1), ncol=3,
               frameon=False)
     return _save(fig)

@@ -3,6 +3,7 @@ with colour and name, and marks. Both the HTML page and the PNG draw from it."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -156,5 +157,6 @@ def arena_boxes(arena: Arena, offsets: dict[str, int]) -> dict[str, Any]:
                         f"memory elements of {eb} bytes; red: buffers that pay a conflict",
             "boxes": boxes, "conflicts": paying, "capacity": arena.capacity, "element": eb,
             "steps": max((b.end for b in arena.buffers), default=1), "ok": rep.ok,
-            # the first view: the used addresses, at least one element, at most the capacity
-            "top": min(arena.capacity, max(int(rep.peak * 1.15), eb)) or 1}
+            # the first view: the used addresses and a margin, at most the capacity (a small arena
+            # is not drawn as a strip under a whole memory element)
+            "top": min(arena.capacity, math.ceil(max(rep.peak, 1) * 1.15))}
