@@ -238,13 +238,18 @@ def _check_out(out: Path | None, *inputs: Path | str | None, option: str = "--ou
 def _check_out_dir(out_dir: Path | None, option: str = "--out-dir") -> None:
     if out_dir is None:
         return
+    """The folder is made if missing, but as with --out, the folder that holds it must exist: a
+    mistyped parent is refused rather than created."""
     if out_dir.exists() and not out_dir.is_dir():
         raise InputError.one(str(out_dir), option, "exists and is not a folder")
-    existing = next(p for p in (out_dir.absolute(), *out_dir.absolute().parents) if p.exists())
-    if existing == out_dir.absolute():
+    if out_dir.is_dir():
         check_output(out_dir / "probe", option, None)  # can a file be made in it?
-    elif not existing.is_dir() or not os.access(existing, os.W_OK):
-        raise InputError.one(str(out_dir), option, f"cannot create or write in {existing}")
+        return
+    parent = out_dir.absolute().parent
+    if not parent.is_dir():
+        raise InputError.one(str(out_dir), option, f"folder {parent} does not exist")
+    if not os.access(parent, os.W_OK):
+        raise InputError.one(str(out_dir), option, f"cannot create a folder in {parent}")
 
 
 def _params(profile: str | None, solver: str | None, time_limit: float | None,
@@ -692,7 +697,7 @@ def gen_cmd(
     rows = []
     for gp, st in zip(gen.phases, stats, strict=True):
         if out_dir is not None:
-            out_dir.mkdir(parents=True, exist_ok=True)
+            out_dir.mkdir(exist_ok=True)
             path = out_dir / f"{wl.name}-{gp.phase.name}.json"
             doc = gp.phase.to_dict()
             doc["spec"] = sp.name

@@ -102,6 +102,9 @@ def _mistakes(tmp: Path) -> list[tuple[list[str], str]]:
         (["compare", "tiny", "--time-limit", "-1"], "--time-limit"),
         (["gen", "mini-mlp", "--out-dir", str(tmp / "afile")], "--out-dir"),
         (["gen", "mini-mlp", "--arena"], "--arena"),
+        (["gen", "mini-mlp", "--out-dir", str(tmp / "missing" / "g")], "does not exist"),
+        (["place", "mini-mlp", "--reschedule", "--objective", "peak"], "--objective: not read with"),
+        (["place", "mini-mlp", "--plan", str(tmp / "p.json")], "--plan: read only with --reschedule"),
         (["gen", "nosuch-model"], "bundled workloads"),
         (["gen", "mini-mlp", "--spec", "test64", "--layout", "gemm1=oops"], "--layout"),
         (["gen", "mini-mlp", "--spec", "test64", "--layout", "nope=1x1x1"], "--layout"),
@@ -157,6 +160,12 @@ def test_bundled_names_everywhere(tmp_path: Path) -> None:
     assert run_cli("place", "mini-mlp").returncode == 0
     r = run_cli("gen", "mini-mlp", "--spec", "test64", "--out-dir", str(tmp_path / "g"), "--arena")
     assert r.returncode == 0 and (tmp_path / "g" / "mini-mlp-arena.yaml").is_file()
+    # the folder `gen` wrote compares as its phases: the arena beside them is skipped, said on stderr
+    r = run_cli("compare", str(tmp_path / "g"), "--solvers", "greedy", "--json", "--quiet")
+    assert r.returncode == 0, r.stderr
+    assert sorted(row["phase"] for row in json.loads(r.stdout)) == sorted(
+        p.name for p in (tmp_path / "g").glob("mini-mlp-gemm*.json"))
+    assert "mini-mlp-arena.yaml: not a phase" in r.stderr
 
 
 @pytest.mark.parametrize("solver", ["greedy", "baseline", "search", "cpsat", "milp"])
