@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from conftest import DATA, ROOT, run_cli
 
 from ipuopt.spec import load_spec, spec_names
@@ -64,12 +65,14 @@ def test_quiet_and_spec_override() -> None:
     assert json.loads(r.stdout)["spec"] == "gc200-nopairs"
 
 
-def test_zero_time_limit_falls_back() -> None:
-    r = run_cli("solve", str(EXAMPLES / "medium.yaml"), "--solver", "cpsat", "--time-limit", "0",
+@pytest.mark.parametrize("solver", ["cpsat", "auto"])
+def test_zero_time_limit_falls_back(solver: str) -> None:
+    r = run_cli("solve", str(EXAMPLES / "medium.yaml"), "--solver", solver, "--time-limit", "0",
                 "--json")
     assert r.returncode == 0, r.stderr
     s = json.loads(r.stdout)
     assert s["status"] == "fallback" and s["horizon"] == s["extras"]["greedy_horizon"]
+    assert s["method"].startswith("greedy/") and s["reason"]
 
 
 def test_a_time_limit_means_auto() -> None:
