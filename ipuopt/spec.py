@@ -157,17 +157,18 @@ def spec_names() -> list[str]:
 
 
 def _locate(ref: str, relative_to: Path | None, referrer: str, field: str) -> Path:
-    """A spec reference is a shipped name or a path (relative to the referring file)."""
-    candidates = []
-    if relative_to is not None:
-        candidates.append(relative_to / ref)
-    candidates.append(Path(ref))
-    for c in candidates:
-        if c.is_file() and (c.suffix in (".yaml", ".yml", ".json") or "/" in ref):
-            return c
+    """A spec reference is a shipped name or a path: relative to the referring file's folder
+    when there is one (never also to the current folder, which would change the answer with
+    where the command is run), else to the current folder."""
+    c = Path(ref) if relative_to is None else relative_to / ref
+    if c.is_file() and (c.suffix in (".yaml", ".yml", ".json") or "/" in ref):
+        return c
     shipped = data_dir("specs") / f"{ref}.yaml"
     if shipped.is_file():
         return shipped
+    if "/" in ref or Path(ref).suffix in (".yaml", ".yml", ".json"):
+        where = "" if relative_to is None else f" (paths start from the folder of {referrer})"
+        raise InputError.one(referrer, field, f"spec file not found: {c}{where}")
     known = ", ".join(spec_names())
     raise InputError.one(referrer, field, f"unknown spec {ref!r} (known: {known}; or give a path)")
 

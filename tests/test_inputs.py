@@ -49,6 +49,19 @@ def test_all_errors_reported_at_once(spec_file, write_yaml) -> None:
     assert "transfer c.words" in r.stderr
 
 
+def test_a_relative_spec_path_starts_from_the_phase_folder(spec_file, tmp_path) -> None:
+    """Never also from the current folder: the same command must mean the same spec wherever
+    it is run."""
+    import yaml
+    (tmp_path / "phases").mkdir()
+    phase = tmp_path / "phases" / "p.yaml"
+    phase.write_text(yaml.safe_dump({"spec": spec_file.name, "transfers": [GOOD]}))
+    r = run_cli("solve", str(phase), cwd=tmp_path)  # hand.yaml is in the current folder, not beside
+    assert r.returncode == 2 and "spec file not found" in r.stderr and "phases/hand.yaml" in r.stderr
+    (tmp_path / "phases" / spec_file.name).write_text(spec_file.read_text())
+    assert run_cli("solve", str(phase), cwd=tmp_path).returncode == 0
+
+
 def test_json_phase_and_missing_file(spec_file, tmp_path) -> None:
     import json
     p = tmp_path / "p.json"
