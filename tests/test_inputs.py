@@ -40,13 +40,17 @@ def test_phase_error(case, spec_file, write_yaml) -> None:
 
 def test_all_errors_reported_at_once(spec_file, write_yaml) -> None:
     transfers = [{**GOOD, "id": "a", "after": ["b"]}, {**GOOD, "id": "b", "after": ["a"]},
-                 {**GOOD, "id": "b"}, {**GOOD, "id": "c", "words": -1}]
+                 {**GOOD, "id": "b"}, {**GOOD, "id": "c", "words": -1, "dst": [0, 99]},
+                 {**GOOD, "id": "c"}]
     phase = write_yaml("p.yaml", {"spec": str(spec_file), "transfers": transfers})
     r = run_cli("bounds", str(phase))
     assert r.returncode == 2
     assert "transfer b.id: duplicate id" in r.stderr
     assert "dependency cycle" in r.stderr
-    assert "transfer c.words" in r.stderr
+    # a malformed field does not hide the transfer's other mistakes, nor a duplicate of its id
+    for said in ("transfer c.words", "transfer c.id: duplicate id", "source tile 0 is among",
+                 "unknown tile 99"):
+        assert said in r.stderr, said
 
 
 def test_a_relative_spec_path_starts_from_the_phase_folder(spec_file, tmp_path) -> None:

@@ -49,6 +49,8 @@ class Phase:
     source: str = ""
     index: dict[str, int] = field(default_factory=dict, repr=False)
     malformed_ids: set[str] = field(default_factory=set, repr=False)  # ids seen while parsing
+    # transfers with a malformed field, as far as they parse: checked for the rest, never solved
+    malformed: list[Transfer] = field(default_factory=list, repr=False)
     checked: Spec | None = field(default=None, repr=False, compare=False)  # the spec it was checked on
 
     def __post_init__(self) -> None:
@@ -59,7 +61,9 @@ class Phase:
                 "transfers": [t.to_dict() for t in self.transfers]}
 
 
-def _transfer(raw: Any, i: int, file: str, problems: list[Problem]) -> Transfer | None:
+def _transfer(raw: Any, i: int, file: str, problems: list[Problem]) -> tuple[Transfer, bool] | None:
+    """The transfer, and whether every field was well formed (if not, the fields that were not
+    are None or left out, so that the others can still be checked)."""
     where = f"transfers[{i}]"
     if not isinstance(raw, dict):
         problems.append(Problem(file, where, "must be a mapping"))
@@ -92,6 +96,7 @@ def _transfer(raw: Any, i: int, file: str, problems: list[Problem]) -> Transfer 
     words = raw.get("words")
     if not isinstance(words, int) or isinstance(words, bool) or words <= 0:
         problems.append(Problem(file, f"{where}.words", f"must be an integer > 0, got {words!r}"))
+        words = None
     addrs = {}
     for key in ("src_addr", "dst_addr"):
         if raw.get(key) is None:
@@ -105,16 +110,16 @@ def _transfer(raw: Any, i: int, file: str, problems: list[Problem]) -> Transfer 
     if paired not in PAIRED_MODES:
         problems.append(Problem(file, f"{where}.paired",
                                 f"must be one of {', '.join(PAIRED_MODES)}, got {paired!r}"))
+        paired = "allowed"
     after = raw.get("after", [])
     if isinstance(after, str | int):
         after = [after]
     if not isinstance(after, list):
         problems.append(Problem(file, f"{where}.after", "must be a list of transfer ids"))
         after = []
-    if len(problems) > before:
-        return None
-    return Transfer(id=tid, src=src, dst=tuple(dst), words=words, src_addr=addrs["src_addr"],
-                    dst_addr=addrs["dst_addr"], paired=paired, after=tuple(str(a) for a in after))
+    return Transfer(id=tid, src=src, dst=tuple(dst), words=words, src_addr=addrs["src_addr"],  # type: ignore[arg-type]
+                    dst_addr=addrs["dst_addr"], paired=paired,
+                    after=tuple(str(a) for a in after)), len(problems) == before
 
 
 def _parse(doc: Any, file: str) -> tuple[Phase, list[Problem]]:
@@ -131,9 +136,10 @@ def _parse(doc: Any, file: str) -> tuple[Phase, list[Problem]]:
     if not isinstance(raw, list):
         problems.append(Problem(file, "transfers", "must be a list"))
         raw = []
-    transfers = [t for i, r in enumerate(raw) if (t := _transfer(r, i, file, problems))]
-    phase = Phase(spec_ref=spec_ref if isinstance(spec_ref, str) else "", transfers=transfers,
-                  name=str(doc.get("name") or ""), source=file)
+    parsed = [p for i, r in enumerate(raw) if (p := _transfer(r, i, file, problems))]
+    phase = Phase(spec_ref=spec_ref if isinstance(spec_ref, str) else "",
+                  transfers=[t for t, ok in parsed if ok], name=str(doc.get("name") or ""), source=file,
+                  malformed=[t for t, ok in parsed if not ok])
     phase.malformed_ids = {str(r["id"]) for r in raw if isinstance(r, dict) and "id" in r}
     return phase, problems
 
@@ -148,16 +154,16 @@ def paired_possible(t: Transfer, spec: Spec) -> bool:
 
 def check_phase(phase: Phase, spec: Spec | None) -> list[Problem]:
     """Every problem of the phase against the spec, each naming the transfer and field (with
-    no spec, the ones that need none)."""
+    no spec, the ones that need none); malformed transfers too, for the fields they have."""
     file = phase.source
     problems: list[Problem] = []
     seen: dict[str, int] = {}
-    for t in phase.transfers:
+    for t in [*phase.transfers, *phase.malformed]:
         w = f"transfer {t.id}"
         if t.id in seen:
             problems.append(Problem(file, f"{w}.id", "duplicate id"))
         seen[t.id] = 1
-        if t.src in t.dst:
+        if t.src is not None and t.src in t.dst:
             problems.append(Problem(file, f"{w}.dst", f"source tile {t.src} is among the destinations"))
         if len(set(t.dst)) != len(t.dst):
             rep = sorted({d for d in t.dst if t.dst.count(d) > 1})
@@ -187,7 +193,7 @@ def _against_spec(t: Transfer, spec: Spec, file: str) -> list[Problem]:
     problems: list[Problem] = []
     w = f"transfer {t.id}"
     nbytes = spec.exchange.word_bytes
-    if not 0 <= t.src < spec.tiles:
+    if t.src is not None and not 0 <= t.src < spec.tiles:
         problems.append(Problem(file, f"{w}.src", f"unknown tile {t.src} (spec {spec.name} "
                                                   f"has tiles 0..{spec.tiles - 1})"))
     for d in t.dst:
@@ -197,18 +203,19 @@ def _against_spec(t: Transfer, spec: Spec, file: str) -> list[Problem]:
     if len(t.dst) > spec.exchange.max_fanout:
         problems.append(Problem(file, f"{w}.dst", f"fanout {len(t.dst)} above max_fanout "
                                                   f"{spec.exchange.max_fanout} of {spec.name}"))
-    if t.words * nbytes > spec.memory_size:
+    size = None if t.words is None else t.words * nbytes  # None: malformed, said already
+    if size is not None and size > spec.memory_size:
         problems.append(Problem(file, f"{w}.words", f"{t.words} words ({t.words * nbytes} bytes) do not "
                                                     f"fit in a tile's memory ({spec.memory_size} bytes)"))
     for key, addr in (("src_addr", t.src_addr), ("dst_addr", t.dst_addr)):
-        if addr is None or t.words * nbytes > spec.memory_size:  # said once, above
+        if addr is None or size is None or size > spec.memory_size:  # said once, above
             continue
-        end = addr + t.words * nbytes
+        end = addr + size
         if addr < spec.memory_base or end > spec.memory_end:
             problems.append(Problem(file, f"{w}.{key}",
                                     f"[{addr:#x}, {end:#x}) outside tile memory "
                                     f"[{spec.memory_base:#x}, {spec.memory_end:#x})"))
-    if t.paired == "required" and not paired_possible(t, spec):
+    if t.paired == "required" and t.src is not None and not paired_possible(t, spec):
         why = ("tile has no pair partner" if spec.partner(t.src) is None
                else f"addresses not multiples of {spec.exchange.paired_alignment}")
         problems.append(Problem(file, f"{w}.paired", f"required but cannot be paired: {why}"))
