@@ -852,6 +852,8 @@ def _print_optimize(doc: dict[str, Any]) -> None:
         print(f"finalist   {f['name']}: model {f['model_cycles']}, greedy program {f['greedy_cycles']}")
     print(f"chosen     {o['plan']}, placement {o['placement']}, schedules {o['schedules']} "
           f"({o['seconds']} s)")
+    for note in o.get("notes", []):
+        print(f"note       {note}")
     _print_run(doc)
     if "program_bound" in o:
         pb = o["program_bound"]

@@ -86,18 +86,18 @@ def _params(given: Budget, **options: Any) -> SolveParams:
     if not isinstance(given, SolveParams):
         seconds, deadline = given
         given = SolveParams(seconds)
-        given.start_clock()
         given.stop.until(time.monotonic() + deadline - time.time())
+    given.start_clock()  # a cell's seconds count from its start, not from when it was queued
     return given.with_(options={**given.options, **options}) if options else given
 
 
 def _give(params: SolveParams, local: bool, seconds: float, keep: float = 0.0) -> Budget:
-    """A cell's time: a share of the command's clock in this process, else seconds and a
+    """A cell's time: in this process, seconds on the command's clock, else seconds and a
     wall-clock deadline `keep` seconds before the command's end, so that a cell queued behind
     a slow one still leaves the time kept (the final replay: attention's schedule cells ran to
     the command's end and its replay past the limit)."""
-    if local:
-        return params.share(seconds)
+    if local:  # Ctrl-C reaches it; its clock starts with the cell, ending `keep` before the command's
+        return params.sooner(keep).with_(time_limit=max(0.0, seconds))
     left = params.stop.left()
     return max(0.0, seconds), time.time() + (math.inf if left is None else max(0.0, left - keep))
 
@@ -335,6 +335,11 @@ def optimize(wl: Workload, spec: Spec, grain: int | str | None = None, k: int = 
         except Stopped:  # stopped before its first round: no bound; the best program stands
             tell({"task": "program bound: stopped before its first round"})
     gen = _generation(ident, wl, spec, best["choice"], grain)
+    notes: list[str] = []  # why a stage did less than it could: the user asks when the answer is short
+    if not params.stop.interrupted and params.stop.left() <= PLACEMENT_REPLAYS * took:
+        need = PLACEMENT_REPLAYS * took
+        notes.append(f"placement search skipped: {params.stop.left():.1f} s left, below the "
+                     f"{PLACEMENT_REPLAYS} greedy replays of the plan it needs ({need:.1f} s)")
     if not params.stop.interrupted and params.stop.left() > PLACEMENT_REPLAYS * took:  # then auto
         tell({"task": f"placement of {best['name']}"})
         stage = budget("placement")
@@ -342,6 +347,9 @@ def optimize(wl: Workload, spec: Spec, grain: int | str | None = None, k: int = 
         (first, start), rest = named[0], named[1:]
         ranked = sorted(((validate_placement(arena, o).conflicts, n, o) for n, o in rest), key=lambda c: c[0])
         others = ranked[:_replays_that_fit(best, par, params.budget())]  # the least conflicted first
+        if len(others) < len(rest):
+            notes.append(f"{len(others)} of {len(rest)} other placements replayed: the time left was kept "
+                         "for auto on every phase and the final replay")
         share = (1 - PLACE_SHARE) * stage.budget() / max(1, math.ceil(len(others) / par))
         found = cells.run(f"placements ({so_far(best, bound)})", [
             Cell(cell_key("placement", ident, best["choice"], offsets), _placement,
@@ -362,6 +370,9 @@ def optimize(wl: Workload, spec: Spec, grain: int | str | None = None, k: int = 
     else:  # as generated: the quickest phases get auto, the others keep their replay's schedules
         at, left = default_offsets(gen), params.budget() or 0.0
         phases = improved = sorted(_quickest(best, left - _reserve(best, left), par))
+        if len(phases) < len(gen.phases) and not params.stop.interrupted:
+            notes.append(f"auto on {len(phases)} of {len(gen.phases)} phases: the others' ({AUTO_TIMES:g} "
+                         f"times their greedy replay) did not fit in the {left:.1f} s left")
     if phases and not params.stop.interrupted:
         left = params.budget() or 0.0
         keep = _reserve(best, left)  # then the replay and the file
@@ -382,6 +393,11 @@ def optimize(wl: Workload, spec: Spec, grain: int | str | None = None, k: int = 
                               results=[results[i] for i in range(len(gen.phases))]).to_dict()
             if run["total_cycles"] <= best["greedy"]["total_cycles"]:
                 final, schedules = run, "auto"  # else the greedy's: never worse
+            else:
+                notes.append(f"auto's program ({run['total_cycles']} cycles) was longer than the greedy's: "
+                             "the greedy's kept")
+        elif not params.stop.interrupted:
+            notes.append("auto's schedules were cut short by the time limit: the greedy's kept")
     if params.stop.interrupted:
         final = {**final, "interrupted": True}
     # let go of the plan's generation now: freed at the interpreter's exit instead, attention's
@@ -406,6 +422,7 @@ def optimize(wl: Workload, spec: Spec, grain: int | str | None = None, k: int = 
         "gap_by_phase": {b["phase"]: b["gap_cycles"] for b in final["boundaries"]},
         **({"program_bound": bound.to_dict()} if bound is not None else {}),
         "cells": {"ran": cells.ran, "reused": cells.reused, "at_once": par},
+        **({"notes": notes} if notes else {}),
         "seconds": round(time.perf_counter() - t0, 1)}
     return final
 

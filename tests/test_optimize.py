@@ -345,6 +345,23 @@ def test_a_schedule_cell_on_a_worker_ends_before_the_time_kept_for_the_replay() 
     assert isinstance(_give(params, True, 5.0), SolveParams)
 
 
+def test_a_local_cell_counts_its_seconds_from_its_own_start() -> None:
+    """One runner runs its cells one after another: a cell's seconds start when it does, not
+    when it was queued (with --workers 1 every phase after the first got no time for auto),
+    and it still ends the time kept before the command's end."""
+    from ipuopt.params import SolveParams
+    from ipuopt.whole_program import _give, _params
+
+    params = SolveParams(100.0)
+    params.start_clock()
+    queued = _give(params, True, 5.0)
+    time.sleep(1.0)  # behind another cell
+    assert _params(queued).stop.left() > 4.5  # 4.0 at most if counted from the queueing
+    assert _params(_give(params, True, 5.0, keep=98.0)).stop.left() <= 2.0
+    params.stop.request()  # Ctrl-C reaches a queued cell
+    assert _params(_give(params, True, 5.0)).stop.is_set()
+
+
 def test_a_stage_left_less_than_nothing_gets_no_time_instead_of_an_error() -> None:
     """On a slow machine the time left can fall below what a stage keeps for later: its share
     comes out negative and must mean "no time" (it once ended the command with "--time-limit:
