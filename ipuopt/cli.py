@@ -27,7 +27,7 @@ from ipuopt.exchange.solve import solve
 from ipuopt.exchange.validate import validate
 from ipuopt.export import FORMS
 from ipuopt.io import FORMATS, check_output, parse_int, read_document, write_atomic, write_document
-from ipuopt.params import ASKED, DEFAULT_TIME_LIMIT, Interrupted, SolveParams, Stopped
+from ipuopt.params import ASKED, DEFAULT_TIME_LIMIT, Interrupted, SolveParams, Stopped, run_interruptible
 from ipuopt.registry import method, resolve
 from ipuopt.result import Result
 from ipuopt.spec import diff_specs, load_spec, spec_names
@@ -823,9 +823,13 @@ def optimize_cmd(
     try:
         with _Progress(quiet, f"optimize {wl.name}") as progress, \
                 Cells(folder, cluster, workers or os.cpu_count() or 1, params.stop, progress) as cells:
-            doc = optimize(wl, sp, cut, k, params, progress, cells)
+            # in a thread: Ctrl-C in any stage (the bound runs here, not in a cell) asks every
+            # stage to stop, and the best program so far is kept
+            doc, _ = run_interruptible(lambda: optimize(wl, sp, cut, k, params, progress, cells), params.stop)
     except Stopped:  # only Ctrl-C gets here: a short time limit returns the baseline
-        raise Interrupted("nothing finished before the interrupt") from None
+        doc = None
+    if doc is None:
+        raise Interrupted("nothing finished before the interrupt")
     if out:
         write_document(out, doc)
         if folder is not None and not doc.get("interrupted"):
@@ -837,7 +841,7 @@ def optimize_cmd(
     else:
         _print_optimize(doc)
     if doc.get("interrupted"):
-        _interrupted("the best program so far", "feasible", out)
+        _interrupted("the program", "feasible", out)
     if doc["optimize"].get("fallback"):
         _err(f"error: --time-limit: {time_limit:g} s is too short to optimize {wl.name} "
              f"({doc['optimize']['fallback']}); the compiler's program is returned instead")

@@ -56,14 +56,22 @@ def run_cli(*args: str, cwd: Path | None = None, env: dict[str, str] | None = No
                           capture_output=True, text=True, cwd=cwd or ROOT, env=env, timeout=300)
 
 
-def start_cli(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None) -> subprocess.Popen:
+def start_cli(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None,
+              group: bool = False) -> subprocess.Popen:
     """The CLI started and left running, to be interrupted: it hears Ctrl-C as at a terminal
     even when the suite was started in the background (a script's `cmd &` ignores SIGINT,
-    the child inherits that, and Python then installs no handler)."""
+    the child inherits that, and Python then installs no handler). With `group`, it leads a
+    process group of its own, so that `os.killpg` reaches it and every process it started, as
+    a terminal's Ctrl-C does."""
+    def hears_ctrl_c() -> None:
+        if group:
+            os.setpgrp()
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+
     return subprocess.Popen([sys.executable, "-c", "from ipuopt.entry import main; main()", *args],
                             cwd=cwd or ROOT, env={**os.environ, "PYTHONPATH": str(ROOT), **(env or {})},
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+                            preexec_fn=hears_ctrl_c)
 
 
 @pytest.fixture

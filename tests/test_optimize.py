@@ -126,6 +126,7 @@ def test_ctrl_c_keeps_the_finished_cells_and_the_same_command_resumes(tmp_path: 
     proc.send_signal(signal.SIGINT)
     proc.communicate(timeout=60)
     assert proc.returncode == 130
+    assert json.loads(out.read_text())["interrupted"] is True  # the best program so far, written whole
     kept = len(list((tmp_path / "run.json.cells").glob("*.pickle")))
     assert kept >= 2
     again = run_cli(*ARGS, "--workers", "1", "--out", str(out), "--json", "--quiet", cwd=tmp_path)
@@ -133,6 +134,20 @@ def test_ctrl_c_keeps_the_finished_cells_and_the_same_command_resumes(tmp_path: 
     cells = json.loads(again.stdout)["optimize"]["cells"]
     assert cells["reused"] >= kept and cells["at_once"] == 1
     assert not (tmp_path / "run.json.cells").exists()
+
+
+def test_ctrl_c_at_a_terminal_keeps_the_best_program_and_no_worker_prints_a_traceback(tmp_path: Path) -> None:
+    """A terminal's Ctrl-C reaches the Dask workers too: they leave it to the command, which
+    stops its stages (the bound runs in the command, not in a cell) and writes the best
+    program so far."""
+    out = tmp_path / "run.json"
+    proc = start_cli(*ARGS, "--workers", "2", "--out", str(out), "--quiet", cwd=tmp_path, group=True)
+    _wait_for_cells(tmp_path / "run.json.cells", 2, proc)  # finalists replayed: a program to keep
+    os.killpg(proc.pid, signal.SIGINT)
+    _, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 130 and "Traceback" not in stderr, stderr[-2000:]
+    assert "interrupted: the program is the best found so far" in stderr
+    assert json.loads(out.read_text())["interrupted"] is True
 
 
 def test_an_unreachable_cluster_is_one_line() -> None:

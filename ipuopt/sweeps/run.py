@@ -111,7 +111,8 @@ def dask_client(cluster: str | None, workers: int | None):  # noqa: ANN202 (a di
             client.close()
         return
     with LocalCluster(n_workers=workers or os.cpu_count() or 1, threads_per_worker=1, processes=True,
-                      dashboard_address=None, silence_logs=logging.ERROR) as local, Client(local) as client:
+                      dashboard_address=None, silence_logs=logging.ERROR,
+                      preload=["ipuopt.sweeps.worker_setup"]) as local, Client(local) as client:
         yield client
 
 
