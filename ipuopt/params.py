@@ -206,9 +206,10 @@ def run_interruptible(work: Callable[[], Any], stop: Stop, grace: float = 3.0) -
         finally:
             done.set()
 
-    threading.Thread(target=run, daemon=True).start()
     interrupted = False
-    try:
+    try:  # started inside: a Ctrl-C just after the start (the work may already report its
+        # stage, and a test interrupt on it) would otherwise escape before the wait below
+        threading.Thread(target=run, daemon=True).start()
         # An event, not Thread.join: a join cut short by KeyboardInterrupt leaves the thread
         # looking finished on CPython 3.11 (a known bug), and the answer would be lost. And
         # never one wait without a timeout: the kernel may hand SIGINT to any thread (a
