@@ -36,7 +36,8 @@ def _excerpt(shown: Any, real: Any, at: str) -> list[str]:
         if not isinstance(real, dict):
             return [f"{at}: not a mapping"]
         return [m for k, v in shown.items() for m in (
-            [f"{at}.{k}: missing"] if k not in real else [] if k in TIMED else _excerpt(v, real[k], f"{at}.{k}"))]
+            [f"{at}.{k}: missing"] if k not in real
+            else [] if k in TIMED else _excerpt(v, real[k], f"{at}.{k}"))]
     if isinstance(shown, list):
         if not isinstance(real, list):
             return [f"{at}: not a list"]
@@ -49,7 +50,8 @@ def test_the_docs_show_outputs() -> None:
     assert len(EXAMPLES) >= 4, [e[:2] for e in EXAMPLES]
 
 
-@pytest.mark.parametrize(("page", "args", "lang", "shown"), EXAMPLES, ids=[f"{e[0]}:{e[1]}" for e in EXAMPLES])
+@pytest.mark.parametrize(("page", "args", "lang", "shown"), EXAMPLES,
+                         ids=[f"{e[0]}:{e[1]}" for e in EXAMPLES])
 def test_a_shown_output_is_the_commands_output(page: str, args: str, lang: str, shown: str) -> None:
     r = run_cli(*shlex.split(args))
     assert r.returncode == 0, r.stderr[-500:]

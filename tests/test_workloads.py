@@ -175,3 +175,77 @@ def test_arena_export_and_readdress() -> None:
         assert check_phase(phase, spec) == []
         shifted = [t.src_addr for t in phase.transfers if t.src_addr is not None]
         assert shifted != [t.src_addr for t in gp.phase.transfers if t.src_addr is not None]
+
+
+def _replicated_mini_mlp() -> dict:
+    import yaml
+    from conftest import ROOT
+    doc = yaml.safe_load((ROOT / "models" / "mini-mlp.yaml").read_text())
+    doc["tensors"]["x"]["input"] = "host-replicated"
+    return doc
+
+
+def test_a_host_replicated_input_moves_nothing_on_chip() -> None:
+    """The host writes each tile's block of it where its GEMM reads it: the first phase
+    carries the weights only, word for word, and the layout problem moves no input."""
+    from ipuopt.workloads.workload import workload_from_dict
+
+    spec = load_spec("test64")
+    wl = workload_from_dict(_replicated_mini_mlp(), "replicated")
+    split = generate(load_workload("mini-mlp"), spec, grain="box")
+    hosted = generate(wl, spec, grain="box")
+    first, before = hosted.phases[0], split.phases[0]
+    assert {d.tensor for d in first.deliveries} == {"w1"} and set(first.needs) == {"w1"}
+    assert {d.tensor for d in before.deliveries} == {"x", "w1"}
+    wb = spec.exchange.word_bytes
+    w1_words = sum(-(-sum(d.nbytes) // wb) for d in before.deliveries if d.tensor == "w1")
+    assert sum(t.words for t in first.phase.transfers) == w1_words
+    assert not check_phase(first.phase, spec)
+    assert [gp.phase.name for gp in hosted.phases] == [gp.phase.name for gp in split.phases]
+    assert all(b["id"] != "x" for b in hosted.buffers)  # no home for it on chip
+
+
+def test_a_layout_problem_does_not_move_a_host_replicated_input(tmp_path) -> None:
+    import yaml
+    from conftest import run_cli
+
+    (tmp_path / "wl.yaml").write_text(yaml.safe_dump(_replicated_mini_mlp()))
+    r = run_cli("layout-problem", "wl.yaml", "--spec", "test64", "--out", "p.yaml", "--quiet", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    ops = yaml.safe_load((tmp_path / "p.yaml").read_text())["operators"]
+    assert ops["gemm1"]["inputs"] == [] and ops["gemm2"]["inputs"] == ["g"]
+    assert run_cli("layout", "p.yaml", "--out", "plan.json", "--quiet", cwd=tmp_path).returncode == 0
+    r = run_cli("run", "wl.yaml", "--spec", "test64", "--plan", "plan.json", "--quiet", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+
+
+@pytest.mark.parametrize(("change", "said"), [
+    ({"input": "from-disk"}, "tensors.x.input"),
+    ({"input": "host-replicated", "weight": True}, "a weight is not a graph input"),
+])
+def test_a_graph_inputs_arrival_is_checked(change: dict, said: str) -> None:
+    from ipuopt.workloads.workload import workload_from_dict
+
+    doc = _replicated_mini_mlp()
+    doc["tensors"]["x"].update(change)
+    with pytest.raises(InputError, match=said):
+        workload_from_dict(doc, "bad")
+
+
+def test_only_a_gemm_reads_a_host_replicated_input() -> None:
+    from ipuopt.workloads.workload import workload_from_dict
+
+    doc = _replicated_mini_mlp()
+    doc["operators"].insert(0, {"name": "scale", "kind": "elementwise", "in": "x", "out": "y"})
+    with pytest.raises(InputError, match="host-replicated input: only a GEMM"):
+        workload_from_dict(doc, "bad")
+
+
+def test_siglip_mlps_first_phase_moves_exactly_the_references_weights() -> None:
+    """On the reference compiler's layouts its first exchange moves |w1|: 807 sends of 3,072
+    words (its log); so does ours, whatever the fragments."""
+    spec = load_spec("gc200")
+    wl = load_workload("siglip-mlp")
+    layouts = {"gemm1": GemmLayout.parse("4x92x4/4x1", spec), "gemm2": GemmLayout.parse("4x24x15/15x1", spec)}
+    gen = generate(wl, spec, layouts, grain="box")
+    assert sum(t.words for t in gen.phases[0].phase.transfers) == 807 * 3072

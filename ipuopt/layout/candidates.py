@@ -67,8 +67,10 @@ class Catalogue:
             self.enumerated[op.name] = len(self.cands[op.name])
 
     def inputs(self, op: Operator) -> list[tuple[int, str]]:
-        """(operand index, tensor) of the operands that are moved, not weights."""
-        return [(i, v.tensor) for i, v in enumerate(op.inputs) if not self.wl.tensors[v.tensor].weight]
+        """(operand index, tensor) of the operands that are moved: not weights, nor inputs the
+        host writes where they are read."""
+        return [(i, v.tensor) for i, v in enumerate(op.inputs)
+                if not (self.wl.tensors[v.tensor].weight or self.wl.tensors[v.tensor].replicated)]
 
     def _gemms(self, op: Operator, min_utilisation: float) -> list[Cand]:
         wl, spec = self.wl, self.spec

@@ -121,14 +121,16 @@ def gemm_phases(gen: Generation, op: Operator, cand: Candidate, held: dict[str, 
     needs.setdefault(b_view.tensor, []).extend(operand_needs(wl, op, cand, 1, b_addr))
     if wl.tensors[b_view.tensor].weight:
         held[b_view.tensor] = weight_home(wl, op, cand, b_addr)
-    if a_view.tensor not in held:
+    # the host writes a replicated input's blocks where they are read: nothing to move
+    hosted = {v.tensor for v in op.inputs if wl.tensors[v.tensor].replicated}
+    if a_view.tensor not in held and a_view.tensor not in hosted:
         held[a_view.tensor] = default_input_layout(wl, spec, a_view.tensor, alloc, step)
     sources: dict[str, list[Piece]] = {}
     for v in (a_view, b_view):
-        if v.tensor not in sources:
+        if v.tensor not in sources and v.tensor not in hosted:
             sources[v.tensor] = held[v.tensor]
             router.route(v.tensor, held[v.tensor], needs[v.tensor], e)
-    gen.phases.append(router.phase(needs, sources, step))
+    gen.phases.append(router.phase({t: n for t, n in needs.items() if t not in hosted}, sources, step))
     macs = Compute(f"{op.name} (multiply)", len(gen.phases), {})
     rate = spec.compute[f"{wl.dtype}_macs_per_cycle"]
     for g, bl in enumerate(bsplit):

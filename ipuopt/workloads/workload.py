@@ -14,12 +14,19 @@ from ipuopt.workloads.boxes import View
 DTYPE_BYTES = {"f16": 2, "f32": 4}
 
 
+ARRIVALS = ("host-split", "host-replicated")  # how a graph input reaches the chip (`input:`)
+
+
 @dataclass(frozen=True)
 class Tensor:
     name: str
     shape: tuple[int, int, int]  # stored as [batch, rows, cols]; matrices have batch 1
-    input: bool = False
+    input: bool = False  # a graph input: the host writes it before the program
     weight: bool = False
+    # host-replicated: the host writes each tile's block where the tile's operator reads it,
+    # so reading it moves nothing on chip; else (host-split) it arrives split by rows over
+    # the first tiles and is moved to where it is read
+    replicated: bool = False
 
 
 @dataclass(frozen=True)
@@ -85,7 +92,18 @@ def workload_from_dict(doc: Any, file: str = "") -> Workload:
             problems.append(Problem(file, f"tensors.{name}.shape", "2 or 3 positive integers"))
             continue
         shape3 = tuple([1, *shape]) if len(shape) == 2 else tuple(shape)
-        tensors[name] = Tensor(name, shape3, bool(t.get("input")), bool(t.get("weight")))
+        arrives = t.get("input", False)
+        if arrives is True:
+            arrives = "host-split"
+        if arrives not in (False, None, *ARRIVALS):
+            problems.append(Problem(file, f"tensors.{name}.input", f"true, {' or '.join(ARRIVALS)}, "
+                                                                   f"got {arrives!r}"))
+            continue
+        if arrives and t.get("weight"):
+            problems.append(Problem(file, f"tensors.{name}", "a weight is not a graph input: give one"))
+            continue
+        tensors[name] = Tensor(name, shape3, bool(arrives), bool(t.get("weight")),
+                               arrives == "host-replicated")
     ops: list[Operator] = []
     for i, o in enumerate(doc.get("operators") or []):
         where = f"operators[{i}]"
@@ -118,6 +136,9 @@ def workload_from_dict(doc: Any, file: str = "") -> Workload:
             problems.append(Problem(file, f"operator {op.name}", "elementwise in and out differ in shape"))
         for v in op.inputs:
             wl.consumers.setdefault(v.tensor, []).append(op.name)
+            if tensors[v.tensor].replicated and op.kind != "gemm":
+                problems.append(Problem(file, f"operator {op.name}", f"reads {v.tensor}, a host-replicated "
+                                        "input: only a GEMM can (the host writes the blocks it reads)"))
     if problems:
         raise InputError(problems)
     return wl
