@@ -13,6 +13,23 @@ from ipuopt.spec import load_spec, spec_names
 EXAMPLES = ROOT / "models" / "examples"
 
 
+@pytest.mark.parametrize(("what_if", "fields"), [
+    ("gc200-elem64k", {"memory.regions"}), ("gc200-nopairs", {"pairs"}),
+    ("gc200-slowroute", {"exchange.route_latency.base", "exchange.route_latency.per_tile"}),
+    ("bow", {"clock_hz"}),
+])
+def test_a_what_if_spec_differs_from_gc200_in_what_its_name_says_only(what_if: str, fields: set) -> None:
+    from ipuopt.spec import diff_specs
+
+    base, other = load_spec("gc200"), load_spec(what_if)
+    assert {path for path, _, _ in diff_specs(base, other)} - {"name", "description"} == fields
+    if what_if == "gc200-elem64k":  # the same memory map, larger elements
+        strip = [{k: v for k, v in r.items() if k != "element_bytes"} for r in base.raw["memory"]["regions"]]
+        assert [{k: v for k, v in r.items() if k != "element_bytes"}
+                for r in other.raw["memory"]["regions"]] == strip
+        assert {r.element_bytes for r in other.regions} == {2 * r.element_bytes for r in base.regions}
+
+
 def test_every_shipped_spec_loads() -> None:
     names = spec_names()
     for required in ("gc2", "gc200", "bow", "test64", "openshop"):
