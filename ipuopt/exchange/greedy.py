@@ -34,8 +34,9 @@ LARGE_RULES = ("longest", "load", "input", "reverse", "rotate")
 # Habits of the reference compiler's scheduler, to measure what each costs (`--param NAME=true`
 # with the greedy); never on by default, and their schedules meet every rule of the model.
 HABITS = {
-    "release_after_receives": "a send starts only once every receive already placed at its "
-                              "source tile has completed",
+    "release_after_receives": "a send starts only once every receive already placed at each "
+                              "of its destination tiles has completed (the previous payload "
+                              "has landed: a route-latency bubble on the receive lane)",
     "paired_reserves_partner": "a paired send holds its partner's receive lane as well as its "
                                "transmit lane",
     "pair_whenever_possible": "every transfer that may be paired is (no choice of width by "
@@ -255,7 +256,7 @@ def greedy_schedule(phase: Phase, spec: Spec, rule: str = "load",
         tm = timings[i]
         lower = max((finish[a] for a in tm.transfer.after), default=0)
         if received is not None:
-            lower = max(lower, received.get(tm.transfer.src, 0))
+            lower = max(lower, max(received.get(d, 0) for d in tm.transfer.dst))
         best: tuple[int, int, str] | None = None
         for w in (PAIRED,) if always_pair and PAIRED in tm.widths else tm.widths:
             s = _earliest(lanes.checks(tm, w), lower)
