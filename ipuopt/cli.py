@@ -636,7 +636,7 @@ def _plan_layouts(plan: Path | None, wl, spec) -> dict:
 PlanOpt = Annotated[Path | None, typer.Option(help="A layout plan JSON; its `choice` gives the layouts.")]
 GrainOpt = Annotated[str | None, typer.Option(
     metavar="BYTES", help="How boxes become transfers: contiguous runs (default), runs cut every BYTES "
-                          "bytes (a multiple of the word; 256 as the reference compiler), or 'box' (one "
+                          "bytes (a multiple of the word; 256: the reference's cost estimate), or 'box' (one "
                           "transfer per box, at its first element).")]
 
 

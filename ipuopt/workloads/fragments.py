@@ -3,8 +3,9 @@
 A box moves from a source buffer to a destination buffer, each holding a (larger) box
 row-major. The bytes of the box are contiguous in both only along the innermost
 dimensions it spans completely in both; elsewhere a compiler emits one transfer per
-contiguous run, each with its own addresses, and the reference compiler also cuts runs at
-a grain (256 bytes; 32 for packed linear moves) so that every fragment is short.
+contiguous run, each with its own addresses; cut at a grain, every fragment is short (256
+bytes, 32 for packed linear moves, is what the reference compiler's cost estimator assumes,
+not how its lowering cuts transfers).
 
 `Grain`: `"box"` (one transfer per box, addressed at its first element: the coarse phases
 ipuopt generated before fragments), `None` (contiguous runs, the default), or a positive
