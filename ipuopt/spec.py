@@ -39,6 +39,7 @@ _SCHEMA: dict[str, Any] = {
             "f16_macs_per_cycle": ("posnum", False),
             "f32_macs_per_cycle": ("posnum", False),
             "elementwise_bytes_per_cycle": ("posnum", False),
+            "partial_add_bytes_per_cycle": ("posnum", False),
         },
         False,
     ),
@@ -63,7 +64,7 @@ _SCHEMA: dict[str, Any] = {
 
 # Assumed when a spec gives no `compute` section: the GC200 figures below.
 DEFAULT_COMPUTE = {"f16_macs_per_cycle": 64, "f32_macs_per_cycle": 16,
-                   "elementwise_bytes_per_cycle": 16}
+                   "elementwise_bytes_per_cycle": 16, "partial_add_bytes_per_cycle": 4.32}
 
 
 @dataclass(frozen=True)

@@ -295,11 +295,12 @@ def test_reschedule_keeps_a_placement_only_when_the_phases_get_shorter(tmp_path:
     cands = {c["name"]: c for c in doc["candidates"]}
     first = doc["candidates"][0]
     assert first["name"].startswith("first-fit") and doc["before"] == first["total"]
-    assert any(name.startswith("start +4 KiB") for name in cands) and len(first["horizons"]) == 4
+    gen = generate(load_workload("mini-mlp"), load_spec("test64"), grain=64)
+    assert any(name.startswith("start +4 KiB") for name in cands)
+    assert len(first["horizons"]) == len(gen.phases)
     assert doc["after"] == cands[doc["kept"]]["total"] <= doc["before"]
     assert doc["kept"] == first["name"] or doc["after"] < doc["before"]
     assert doc["after"] == min(c["total"] for c in doc["candidates"])
-    gen = generate(load_workload("mini-mlp"), load_spec("test64"), grain=64)
     arena = arena_from_dict(arena_document(gen))
     assert validate_placement(arena, doc["offsets"]).ok
 

@@ -12,6 +12,7 @@ from ipuopt.exchange.validate import validate
 from ipuopt.params import SolveParams
 from ipuopt.result import Status
 from ipuopt.spec import load_spec
+from ipuopt.workloads.gemm import GemmLayout
 from ipuopt.workloads.phases import generate
 from ipuopt.workloads.workload import load_workload
 
@@ -19,7 +20,9 @@ from ipuopt.workloads.workload import load_workload
 @pytest.fixture(scope="module")
 def phases():
     spec = load_spec("test64")
-    gen = generate(load_workload("mini-mlp"), spec, grain=32)
+    # layouts with partials on both GEMMs: a reduction of many fragments to coarsen
+    layouts = {"gemm1": GemmLayout.parse("2x16x2/1x2", spec), "gemm2": GemmLayout.parse("2x4x8/2x4", spec)}
+    gen = generate(load_workload("mini-mlp"), spec, layouts, grain=32)
     return spec, [g.phase for g in gen.phases]
 
 

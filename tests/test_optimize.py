@@ -72,7 +72,7 @@ def test_a_time_limit_too_short_returns_the_compilers_program(tmp_path: Path) ->
         next(line for line in r.stderr.splitlines() if "too short" in line)]
     doc = json.loads(out.read_text())
     assert doc["optimize"]["fallback"] and doc["optimize"]["finalists"] == []
-    assert doc["layouts"] == {"gemm1": "2x16x2/1x2/interleaved", "gemm2": "2x4x8/2x4/interleaved"}
+    assert doc["layouts"] == {"gemm1": "4x16x1/1x1/interleaved", "gemm2": "4x4x4/1x4/interleaved"}
     baselines = doc["optimize"]["baselines"]
     assert doc["total_cycles"] == baselines["compiler (default layouts, first-fit, greedy)"]
 

@@ -85,7 +85,8 @@ def test_program_and_arena_pages_in_chromium(tmp_path: Path) -> None:
     assert run_cli("run", "mini-mlp", "--spec", "test64", "--grain", "box", "--out", str(run)).returncode == 0
     assert run_cli("render", "--program", str(run), "--out", str(tmp_path / "run.html")).returncode == 0
     report = selftest(tmp_path / "run.html", tmp_path)
-    assert report["rows"] == 5 and report["errors"] == [] and "transfers" in report["tooltip"]
+    phases = len(json.loads(run.read_text())["boundaries"])
+    assert report["rows"] == phases + 1 and report["errors"] == [] and "transfers" in report["tooltip"]
     placement = tmp_path / "p.json"
     assert run_cli("place", "mini-mlp", "--solver", "greedy", "--objective", "conflicts", "--out",
                    str(placement)).returncode == 0

@@ -18,7 +18,9 @@ from ipuopt.exchange.schedule import Schedule
 from ipuopt.exchange.simulate import Simulation, _clean, _replay, simulate
 from ipuopt.exchange.solve import solve
 from ipuopt.exchange.validate import validate
-from ipuopt.spec import Spec
+from ipuopt.spec import Spec, load_spec
+from ipuopt.workloads.phases import generate
+from ipuopt.workloads.workload import load_workload
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -108,7 +110,8 @@ def test_program_replay(tmp_path: Path) -> None:
         assert b["exchange_start"] == b["last_arrival"] + b["sync"]
         assert b["end"] == b["exchange_start"] + b["horizon"] and b["horizon"] >= b["lower_bound"]
         prev_end = b["end"]
-    assert len(doc["boundaries"]) == 4 and doc["total_cycles"] == prev_end + doc["final_compute"]
+    phases = len(generate(load_workload("mini-mlp"), load_spec("test64"), grain="box").phases)
+    assert len(doc["boundaries"]) == phases and doc["total_cycles"] == prev_end + doc["final_compute"]
     # the program bound: every boundary's slowest compute and sync, its phase at its best bound
     bound = doc["final_compute"] + sum(b["compute_max"] + b["sync"] + b["lower_bound"]
                                        for b in doc["boundaries"])
@@ -159,7 +162,8 @@ def test_a_program_time_limit_is_shared_by_every_phase() -> None:
 
     doc = ipuopt.run("mini-mlp", "test64", grain="box", time_limit=4)
     shares = [b["time_limit_s"] for b in doc["boundaries"]]
-    assert len(shares) == 4 and all(s > 0.2 for s in shares) and sum(shares) > 3, shares
+    assert len(shares) == len(doc["boundaries"]) >= 3, shares
+    assert all(s > 0.2 for s in shares) and sum(shares) > 3, shares
     parent = SolveParams(10)
     parent.start_clock()
     child = parent.share(1)

@@ -122,7 +122,8 @@ def _terms(cat: Catalogue, op: Operator, c: Cand, largest: dict[str, int], memo:
     if op.kind != "gemm":
         return _Terms(0, 0, 0, 0, 0, 1, passes)
     parts = c.source.layout.parts  # type: ignore[union-attr]
-    reduce = math.ceil((parts - 1) * why["piece"] * PARTIAL_BYTES / rate) if parts > 1 else 0
+    add = cat.spec.compute["partial_add_bytes_per_cycle"]
+    reduce = math.ceil((parts - 1) * why["piece"] * PARTIAL_BYTES / add) if parts > 1 else 0
     reduction = max(why["reduction"], _pair_reduction(cat, op, c)) if parts > 1 else 0
     lay = c.source.layout  # type: ignore[union-attr]
     key = (op.name, lay.rows, lay.cols, parts, c.source.batches_per_group)  # type: ignore[union-attr]

@@ -90,7 +90,7 @@ def price(wl: Workload, op: Operator, layout: GemmLayout, spec: Spec) -> Candida
         return None
     e = wl.elem_bytes
     rate = spec.compute[f"{wl.dtype}_macs_per_cycle"]
-    ew = spec.compute["elementwise_bytes_per_cycle"]
+    add = spec.compute["partial_add_bytes_per_cycle"]
     piece = bb * pa * pb
     cycles = math.ceil(bb * mb * nb * kb / rate)
     act = activation_region(spec)
@@ -98,7 +98,7 @@ def price(wl: Workload, op: Operator, layout: GemmLayout, spec: Spec) -> Candida
     mem[act] += spec.aligned(bb * mb * kb * e)
     mem[layout.weight_region] += spec.aligned(bb * kb * nb * e)
     if p > 1:
-        cycles += math.ceil((p - 1) * piece * PARTIAL_BYTES / ew)
+        cycles += math.ceil((p - 1) * piece * PARTIAL_BYTES / add)
         mem[act] += spec.aligned(bb * mb * nb * PARTIAL_BYTES) + (p - 1) * spec.aligned(piece * PARTIAL_BYTES)
         mem[act] += spec.aligned(piece * e)
     else:

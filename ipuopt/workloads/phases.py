@@ -161,7 +161,7 @@ def gemm_phases(gen: Generation, op: Operator, cand: Candidate, held: dict[str, 
         gen.compute.append(Compute.of_bytes(
             f"{op.name} (reduce)", len(gen.phases),
             [(need.tiles[0], volume(need.box) * PARTIAL_BYTES) for need in red_needs],
-            spec.compute["elementwise_bytes_per_cycle"]))
+            spec.compute["partial_add_bytes_per_cycle"]))
         alloc.free(f"{tag}.recv", step + 1)
         alloc.free(part_tag, step + 1)
         held[op.out.tensor] = output_pieces(wl, op, cand, out_addr)
