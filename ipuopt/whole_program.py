@@ -336,11 +336,13 @@ def optimize(wl: Workload, spec: Spec, grain: int | str | None = None, k: int = 
             tell({"task": "program bound: stopped before its first round"})
     gen = _generation(ident, wl, spec, best["choice"], grain)
     notes: list[str] = []  # why a stage did less than it could: the user asks when the answer is short
-    if not params.stop.interrupted and params.stop.left() <= PLACEMENT_REPLAYS * took:
-        need = PLACEMENT_REPLAYS * took
-        notes.append(f"placement search skipped: {params.stop.left():.1f} s left, below the "
+    need, spare = PLACEMENT_REPLAYS * took, params.stop.left()
+    if params.stop.interrupted:
+        pass  # stopped: no placement search, and nothing to explain
+    elif spare <= need:
+        notes.append(f"placement search skipped: {spare:.1f} s left, below the "
                      f"{PLACEMENT_REPLAYS} greedy replays of the plan it needs ({need:.1f} s)")
-    if not params.stop.interrupted and params.stop.left() > PLACEMENT_REPLAYS * took:  # then auto
+    else:  # then auto
         tell({"task": f"placement of {best['name']}"})
         stage = budget("placement")
         arena, named = placements(gen, stage, progress=progress)
