@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ipuopt.exchange.bounds import all_bounds, best_bound, clique_bound
-from ipuopt.exchange.cpsat import solve_cpsat
+from ipuopt.exchange.cpsat import identical_groups, in_order, solve_cpsat
 from ipuopt.exchange.greedy import RULES, best_greedy, greedy_schedule
 from ipuopt.exchange.instance import Instance
 from ipuopt.exchange.phase import Phase, Transfer
@@ -204,3 +204,26 @@ def test_group_bound_is_below_every_schedule_of_rows_and_columns(spec: Spec, pic
                         SolveParams.of({"time_limit": 20, "workers": 1, "seed": 0}))
     bound = next(b for b in all_bounds(inst) if b.name == "group")
     assert bound.value <= found.value, (bound, found.status)
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(spec=specs(), n=st.integers(2, 4), seed=st.integers(0, 10**6), copies=st.integers(1, 2))
+def test_identical_transfers_in_one_order_keep_the_optimum(spec: Spec, n: int, seed: int,
+                                                           copies: int) -> None:
+    """CP-SAT keeps one order of transfers alike in every respect (and, where the write
+    hazard is at most tx_overhead + rx_lead, one no-overlap per element): its proven optimum
+    is still the MILP's, which has neither, and `in_order` of a schedule is a schedule."""
+    phase = random_phase(spec, n, seed=seed, tiles=4, max_words=12, p_dep=0.2, p_addr=0.9)
+    twins = [replace(t, id=f"{t.id}.copy{k}") for t in phase.transfers if not t.after
+             for k in range(copies)]
+    phase = Phase(spec_ref=phase.spec_ref, transfers=[*phase.transfers, *twins][:6], name="twins")
+    inst = Instance(phase, spec)
+    groups = identical_groups(inst.timings)
+    starts, widths = greedy_schedule(phase, spec, "reverse")
+    again = Schedule(*in_order(groups, (starts, widths)))
+    assert validate(phase, spec, again).ok and inst.horizon((again.starts, again.widths)) == inst.horizon(
+        (starts, widths))
+    params = {"time_limit": 30, "workers": 1, "seed": 0}
+    cp, mi = solve(phase, spec, "cpsat", params), solve(phase, spec, "milp", params)
+    assert cp.status == mi.status == "optimal" and cp.value == mi.value
+    assert validate(phase, spec, cp.solution).ok

@@ -9,6 +9,7 @@ and `_format_constraints`). Objective: the horizon.
 
 from __future__ import annotations
 
+import itertools
 import time
 from collections import defaultdict
 from collections.abc import Callable
@@ -60,8 +61,8 @@ def _interval(model: cp_model.CpModel, start: Any, size: int, present: Any, name
 def build_model(spec: Spec, timings: list[Timing], upper: int,
                 lower: int = 0, fixed: dict[str, tuple[int, str]] | None = None,
                 window: dict[str, tuple[int, int]] | None = None,
-                check: Callable[[], None] | None = None, break_mirror: bool = True
-                ) -> ExchangeModel:
+                check: Callable[[], None] | None = None, break_mirror: bool = True,
+                break_identical: bool = True) -> ExchangeModel:
     """The model with horizon in [lower, upper].
 
     For large-neighbourhood search: `fixed` pins some transfers (start, width),
@@ -70,7 +71,8 @@ def build_model(spec: Spec, timings: list[Timing], upper: int,
     transfers left out of `timings` are expressed through these windows).
     `check` is called every few hundred constraints and may raise to stop (Ctrl-C, deadline).
     `break_mirror` keeps one of each schedule and its mirror image when the phase is
-    `time_symmetric` (stats["mirror_broken"] says it was).
+    `time_symmetric` (stats["mirror_broken"] says it was); `break_identical` keeps one order
+    of the transfers alike in every respect (`identical_groups`), so hints must be `in_order`.
     """
     check = check or (lambda: None)
     window = window or {}
@@ -115,15 +117,18 @@ def build_model(spec: Spec, timings: list[Timing], upper: int,
             check()
             if len({i[0] for i in items}) > 1 and any(i[0] not in fixed for i in items):
                 m.add_no_overlap([iv for _, _, iv in make(items)])
-    _element_constraints(m, by_kind, ex.write_hazard, ex.tx_overhead, make, stats, fixed, check)
+    _element_constraints(m, by_kind, ex.write_hazard, ex.tx_overhead, ex.rx_lead, make, stats, fixed, check)
     if ex.format_switch:
         _format_constraints(m, by_kind["rx"], ex.format_switch, make, stats, fixed, check)
-    if break_mirror and not fixed and not window and timings and time_symmetric(spec, timings):
+    mirror = break_mirror and not fixed and not window and timings and time_symmetric(spec, timings)
+    if mirror:
         # Reversing time maps every schedule to one of the same horizon: keep the half in
         # which the anchor's midpoint is in the first half of the horizon.
         tm = mirror_anchor(timings)
         m.add(starts[tm.transfer.id] + completion(tm, starts, paired) <= horizon)
         stats["mirror_broken"] = 1
+    if break_identical and not mirror:  # (the two breaks together could lose every optimum)
+        stats["ordered"] = _order_identical(m, spec, identical_groups(timings, fixed, window), starts, paired)
     by_id = {tm.transfer.id: tm for tm in timings}
     for tm in timings:
         for a in tm.transfer.after:
@@ -138,6 +143,45 @@ def build_model(spec: Spec, timings: list[Timing], upper: int,
 # shop": Brucker's j6-per0-0, j7-per0-1, j7-per10-0 proven in 25-27 s at 0.2, 41-45 s at 0.5)
 OPEN_SHOP_SPLIT = 0.2
 SPLIT = 0.5  # on any other phase
+
+
+def identical_groups(timings: list[Timing], fixed: dict | None = None,
+                     window: dict | None = None) -> list[list[Timing]]:
+    """Free transfers alike in every respect the rules see (tiles, widths, durations,
+    arrivals, elements, window; no dependency either way), in the order given: any two can
+    trade their (start, width) and the schedule stays a schedule of the same horizon."""
+    fixed, window = fixed or {}, window or {}
+    waited = {a for tm in timings for a in tm.transfer.after}
+    groups: dict[tuple, list[Timing]] = defaultdict(list)
+    for tm in timings:
+        t = tm.transfer
+        if not (t.after or t.id in waited or t.id in fixed):
+            groups[(t.src, t.dst, tm.widths, tuple(tm.duration.items()), tuple(tm.arrival.items()),
+                    tm.read_elements, tm.write_elements, window.get(t.id))].append(tm)
+    return [g for g in groups.values() if len(g) > 1]
+
+
+def in_order(groups: list[list[Timing]], solution: Solution) -> Solution:
+    """The same schedule with each group's (start, width) handed out in start order."""
+    starts, widths = dict(solution[0]), dict(solution[1])
+    for group in groups:
+        ids = [tm.transfer.id for tm in group]
+        slots = sorted((starts[t], widths[t]) for t in ids)
+        for t, (s, w) in zip(ids, slots, strict=True):
+            starts[t], widths[t] = s, w
+    return starts, widths
+
+
+def _order_identical(m: cp_model.CpModel, spec: Spec, groups: list[list[Timing]], starts: dict,
+                     paired: dict) -> int:
+    """Each of a group (`identical_groups`) starts after the previous one leaves their common
+    transmit lane: every schedule has such a twin (`in_order`), so the optimum is kept and the
+    search no longer walks through permutations."""
+    o = spec.exchange.tx_overhead
+    pairs = [(a, b) for group in groups for a, b in itertools.pairwise(group)]
+    for a, b in pairs:
+        m.add(starts[b.transfer.id] >= completion(a, starts, paired) - max(a.arrival.values()) + o)
+    return len(pairs)
 
 
 def time_symmetric(spec: Spec, timings: list[Timing]) -> bool:
@@ -173,7 +217,7 @@ def completion(tm: Timing, starts: dict, paired: dict) -> Any:
     return starts[tid] + tm.end_offset(ORDINARY) - gain * lit
 
 
-def _element_constraints(m: cp_model.CpModel, by_kind: dict, hazard: int, overhead: int,
+def _element_constraints(m: cp_model.CpModel, by_kind: dict, hazard: int, overhead: int, lead: int,
                          make: Any, stats: dict, fixed: dict, check: Callable[[], None]) -> None:
     """A read and a write of one element on one tile must not overlap.
 
@@ -188,9 +232,9 @@ def _element_constraints(m: cp_model.CpModel, by_kind: dict, hazard: int, overhe
         reads = by_kind["rd"].get(key)
         if not reads or all(i[0] in fixed for i in reads + writes):
             continue
-        if hazard <= overhead:
-            ivs = make(reads, shift=-hazard)
-            ivs += make(writes, grow=-hazard)
+        if hazard <= overhead + lead:
+            ivs = make(reads, shift=-min(hazard, overhead))
+            ivs += make(writes, grow=-min(hazard, overhead))
             m.add_no_overlap([iv for _, _, iv in ivs])
             continue
         r_ivs, w_ivs = make(reads), make(writes)
@@ -319,6 +363,8 @@ def solve_cpsat(inst: Instance, hint: Solution, params: SolveParams,
         tid = tm.transfer.id
         if 2 * hint[0][tid] + tm.end_offset(hint[1][tid]) > upper:
             hint = mirrored(timings, hint)  # the same schedule, in the half the model keeps
+    if "ordered" in em.stats:
+        hint = in_order(identical_groups(timings), hint)
     for tid, var in em.starts.items():
         em.model.add_hint(var, hint[0][tid])
         lit = em.paired[tid]
