@@ -6,11 +6,12 @@ no new one after 40% of the limit). Small phases then go to CP-SAT, warm-started
 better schedule; it proves most of them. Larger ones cut into fragments are solved as their
 boxes first (`coarse`: a box's fragments one block, auto on the blocks, unrolled; 60% of
 the time left), then coloured into rounds (`colour`: a fifth of the time at most, at once
-given up where rounds do not fit), then justified (`justify`: forward-backward passes of the
-list greedy until the horizon settles; 30% of the time left at most), then get the iterated
-greedy from the best schedule so far for half of the remaining time (many full greedy
-schedules, each valid), then LNS from its best (CP-SAT re-placing a few hundred transfers at
-a time).
+given up where rounds do not fit), then their streams of alike fragments between a few
+tiles put in one repeating pattern (`periodic`: a quarter of the time left at most), then
+justified (`justify`: forward-backward passes of the list greedy until the horizon settles;
+30% of the time left at most), then get the iterated greedy from the best schedule so far
+for half of the remaining time (many full greedy schedules, each valid), then LNS from its
+best (CP-SAT re-placing a few hundred transfers at a time).
 The best schedule and the best bound of every method are kept, so auto never returns worse
 than the greedy; the solver named is the method that made the schedule returned.
 """
@@ -43,15 +44,17 @@ class Stage:
     def method(self) -> Method:
         if self.name == "time":
             return _non_delay
-        from ipuopt.exchange import coarse, colour, cpsat, iterated, justify, lns
+        from ipuopt.exchange import coarse, colour, cpsat, iterated, justify, lns, periodic
 
         return {"cpsat": cpsat.solve_cpsat, "coarse": coarse.solve_coarse, "colour": colour.solve_colour,
+                "periodic": periodic.solve_periodic,
                 "justify": justify.solve_justify, "iterated": iterated.solve_iterated,
                 "lns": lns.solve_lns}[self.name]
 
 
 SMALL = (Stage("time", 1.0), Stage("cpsat", 1.0))
-LARGE = (Stage("time", 0.4), Stage("coarse", 0.6), Stage("colour", 0.2), Stage("justify", 0.3),
+LARGE = (Stage("time", 0.4), Stage("coarse", 0.6), Stage("colour", 0.2), Stage("periodic", 0.25),
+         Stage("justify", 0.3),
          Stage("iterated", 0.5), Stage("lns", 1.0))
 
 
