@@ -72,6 +72,7 @@ def main() -> None:
     args = ap.parse_args()
     folder = args.dir / f"{args.workload}-{args.spec}-{args.grain}"
     if not folder.exists():
+        args.dir.mkdir(parents=True, exist_ok=True)
         subprocess.run([*CLI, "gen", args.workload, "--spec", args.spec, "--grain", args.grain,
                         "--out-dir", str(folder), "--quiet"], cwd=ROOT, check=True,
                        stdout=subprocess.DEVNULL)

@@ -336,7 +336,7 @@ def solve_cmd(
     spec: SpecOpt = None,
     profile: Annotated[str | None, typer.Option(help="Solver profile name or file.")] = None,
     solver: Annotated[str | None, typer.Option(
-        help="greedy | cpsat | milp | lns | justify | iterated | colour | auto "
+        help="greedy | cpsat | milp | lns | justify | iterated | colour | periodic | auto "
              "(default greedy; auto with --time-limit)",
     )] = None,
     time_limit: Annotated[float | None, typer.Option(help=LimitHelp)] = None,
@@ -736,7 +736,7 @@ def run_cmd(
     plan: PlanOpt = None,
     profile: Annotated[str | None, typer.Option(help="Solver profile for every phase.")] = None,
     solver: Annotated[str | None, typer.Option(help="greedy (default) | cpsat | milp | lns | justify "
-                                                    "| iterated | colour | auto")] = None,
+                                                    "| iterated | colour | periodic | auto")] = None,
     time_limit: Annotated[float | None, typer.Option(help=LimitHelp + " Shared by the phases in "
                                                      "proportion to their transfers.")] = None,
     workers: WorkersOpt = None,

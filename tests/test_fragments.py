@@ -100,7 +100,7 @@ def test_runs_and_grains_make_more_and_smaller_transfers(gens):
 
 
 @pytest.mark.parametrize("solver", ["greedy", "cpsat", "milp", "lns", "justify", "iterated", "colour",
-                                    "auto"])
+                                    "periodic", "auto"])
 def test_every_solver_schedules_a_fragment_phase(gens, solver):
     """A fragment-level phase with multicast and addresses (hazards): every solver's schedule
     passes the validator."""

@@ -132,6 +132,7 @@ def _kept_schedule(r: subprocess.CompletedProcess, took: float, out: Path, phase
     ("gemm2-redistribution", "cpsat", "cpsat: building the model"),
     ("gemm2-reduction", "colour", "colour"),  # colouring 70 groups of 420 transfers
     ("gemm1-reduction", "iterated", "iterated"),
+    ("gemm1-reduction", "periodic", "periodic"),
     ("gemm2-reduction", "justify", "justify"),  # passes of a third of a second, seconds in all
 ])
 def test_ctrl_c_at_every_stage_keeps_the_best_schedule(mlp: Path, tmp_path: Path, phase: str, solver: str,

@@ -93,7 +93,7 @@ def round_colours(timings: list[Timing], params: SolveParams, limit: float,
     for group in groups:  # Ctrl-C heard between groups: seconds on a reduction's 70 groups
         if params.stop.is_set():
             return None
-        shapes.append(_shape(timings, group, paired))
+        shapes.append(group_shape(timings, group, paired))
     colours = [0] * len(timings)
     done: dict[tuple, list[int]] = {}
     for group, shape in zip(groups, shapes, strict=True):
@@ -135,7 +135,7 @@ def tile_groups(timings: list[Timing], paired: bool = False) -> list[list[int]]:
     return list(groups.values())
 
 
-def _shape(timings: list[Timing], group: list[int], paired: bool) -> tuple:
+def group_shape(timings: list[Timing], group: list[int], paired: bool) -> tuple:
     """What the colouring of a group depends on, tiles renamed by rank (with `paired`, also
     widths, payload lengths and partners): groups with the same shape take the same colours."""
     tiles = sorted({x for i in group for tm in (timings[i],) for x in

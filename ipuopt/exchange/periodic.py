@@ -1,18 +1,18 @@
 """`--solver periodic`: a reduction's rounds in one repeating pattern, found exactly.
 
-A reduce-scatter among a few tiles sends, between every two of them, many fragments alike
-in every respect the rules see (`identical_groups`). Its best schedules repeat: one
-fragment of each kind per round, every round the same starts shifted by a period. Per group
-of tiles that no transfer or borrowed lane links to the rest (`tile_groups`), the fragments
-are dealt into rounds (the r-th of each kind in round r; kinds with more fragments leave
-the rest for the end), and CP-SAT finds the least period P for which a round's pattern,
-repeated every P cycles, keeps every rule of the exact model: the model of as many rounds
-as can ever overlap, each round's starts and widths tied to the first's plus r * P (what a
-pattern fits in that many rounds it fits in any number, since rounds further apart never
-meet). The list greedy then places every transfer in pattern order (round r at r * P), which
-packs what the pattern leaves and what the leftovers need. Groups shaped alike share one
-pattern. A group with fewer than two rounds, or whose pattern is not found in its share of
-the time, keeps the order of the schedule it was handed.
+A reduce-scatter among a few tiles sends, between every two of them, a stream of fragments
+of one size. Its best schedules repeat: one fragment of each stream per round, every round
+the same starts shifted by a period. Per group of tiles that no transfer or borrowed lane
+links to the rest (`tile_groups`), the streams are dealt into rounds (the r-th fragment of
+each in round r), and CP-SAT finds the least period P for which the first round's starts
+and widths, repeated every P cycles, keep every rule of the exact model over as many rounds
+as can ever overlap; where a stream's fragments are alike in every respect (also their
+memory elements) the pattern then holds over any number of rounds, since rounds further
+apart never meet. The list greedy places every transfer in pattern order (round r at r * P),
+which also packs what differs between rounds, the streams' short last fragments and
+whatever is in no stream. Groups shaped alike share one pattern. A group with fewer than two
+rounds, or whose pattern is not found in its share of the time, keeps the order of the
+schedule it was handed.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from ortools.sat.python import cp_model
 
 from ipuopt.backends import cpsat
 from ipuopt.backends.cpsat import new_solver
-from ipuopt.exchange.colour import _shape, tile_groups
+from ipuopt.exchange.colour import group_shape, tile_groups
 from ipuopt.exchange.cpsat import build_model
 from ipuopt.exchange.greedy import greedy_schedule
 from ipuopt.exchange.instance import Instance, Solution, horizon_of, topological_by
@@ -47,7 +47,7 @@ def solve_periodic(inst: Instance, hint: Solution, params: SolveParams,
         progress({"stage": "periodic"})
     keys = [float(hint[0][tm.transfer.id]) for tm in timings]  # groups without a pattern keep the hint's
     groups = tile_groups(timings, paired=True)
-    shapes = [_shape(timings, g, True) for g in groups]
+    shapes = [group_shape(timings, g, True) for g in groups]
     found: dict[tuple, tuple[list[float], int] | None] = {}
     periods = []
     for group, shape in zip(groups, shapes, strict=True):
