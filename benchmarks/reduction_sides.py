@@ -1,6 +1,6 @@
 """Which side of a reduction's gap is weak: proofs on its binding group's first rounds.
 
-    .venv/bin/python benchmarks/reduction_sides.py PHASE [--rounds 1,2,3] [--time-limit 60]
+    .venv/bin/python benchmarks/reduction_sides.py PHASE [--rounds 1,2,3] [--time-limit 60] [--tile N]
 
 A reduction's tiles fall into groups that exchange partials among themselves (`tile_groups`).
 Take the group of the tile the phase's best bound names, and in it the first k fragments
@@ -20,7 +20,7 @@ import re
 import time
 from collections import defaultdict
 
-from ipuopt.exchange.bounds import all_bounds, best_bound
+from ipuopt.exchange.bounds import all_bounds, best_bound, receive_lane_bounds
 from ipuopt.exchange.colour import tile_groups
 from ipuopt.exchange.cpsat import solve_cpsat
 from ipuopt.exchange.greedy import best_greedy
@@ -41,11 +41,15 @@ def main() -> None:
     ap.add_argument("phase")
     ap.add_argument("--rounds", default="1,2,3", help="comma-separated k values")
     ap.add_argument("--time-limit", type=float, default=60.0)
+    ap.add_argument("--tile", type=int, help="a tile of the group (default: the one the best bound names)")
     args = ap.parse_args()
     phase, spec = load_phase(args.phase)
     whole = Instance(phase, spec)
     named = best_bound(all_bounds(whole))
-    tile = int(re.search(r"tiles? (\d+)", named.where).group(1))  # type: ignore[union-attr]
+    named_tile = re.search(r"tiles? (\d+)", named.where)
+    lanes = receive_lane_bounds(whole.timings, spec)
+    tile = args.tile if args.tile is not None else int(named_tile.group(1)) if named_tile else max(
+        lanes, key=lambda x: (lanes[x], -x))  # a bound that names no tile: the busiest receive lane
     group = next(g for g in tile_groups(whole.timings) if any(
         tile == x for i in g for x in (whole.timings[i].transfer.src, *whole.timings[i].transfer.dst)))
     transfers = [whole.timings[i].transfer for i in group]
