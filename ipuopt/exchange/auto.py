@@ -54,8 +54,7 @@ class Stage:
 
 SMALL = (Stage("time", 1.0), Stage("cpsat", 1.0))
 LARGE = (Stage("time", 0.4), Stage("coarse", 0.6), Stage("colour", 0.2), Stage("periodic", 0.25),
-         Stage("justify", 0.3),
-         Stage("iterated", 0.5), Stage("lns", 1.0))
+         Stage("justify", 0.3), Stage("iterated", 0.5), Stage("lns", 1.0))
 
 
 def pipeline(inst: Instance, limit: float) -> tuple[Stage, ...]:

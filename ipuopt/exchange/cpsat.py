@@ -37,6 +37,11 @@ class ExchangeModel:
     paired: dict[str, Any]  # literal, or a constant 0/1 when the width is fixed
     horizon: cp_model.IntVar
     stats: dict[str, int] = field(default_factory=dict)
+    ordered: list[list[Timing]] = field(default_factory=list)  # groups kept in one order: hints `in_order`
+
+    def hint_order(self, solution: Solution) -> Solution:
+        """`solution` as the model keeps it: alike transfers' slots handed out in start order."""
+        return in_order(self.ordered, solution)
 
 
 def _width_literal(model: cp_model.CpModel, tm: Timing) -> Any:
@@ -72,7 +77,8 @@ def build_model(spec: Spec, timings: list[Timing], upper: int,
     `check` is called every few hundred constraints and may raise to stop (Ctrl-C, deadline).
     `break_mirror` keeps one of each schedule and its mirror image when the phase is
     `time_symmetric` (stats["mirror_broken"] says it was); `break_identical` keeps one order
-    of the transfers alike in every respect (`identical_groups`), so hints must be `in_order`.
+    of the transfers alike in every respect (`identical_groups`), so hints go through
+    `hint_order`.
     """
     check = check or (lambda: None)
     window = window or {}
@@ -127,15 +133,16 @@ def build_model(spec: Spec, timings: list[Timing], upper: int,
         tm = mirror_anchor(timings)
         m.add(starts[tm.transfer.id] + completion(tm, starts, paired) <= horizon)
         stats["mirror_broken"] = 1
-    if break_identical and not mirror:  # (the two breaks together could lose every optimum)
-        stats["ordered"] = _order_identical(m, spec, identical_groups(timings, fixed, window), starts, paired)
+    ordered = identical_groups(timings, fixed, window) if break_identical and not mirror else []
+    stats["ordered"] = _order_identical(m, spec, ordered, starts, paired)  # (with the mirror break
+    # kept too, every optimum could be lost)
     by_id = {tm.transfer.id: tm for tm in timings}
     for tm in timings:
         for a in tm.transfer.after:
             if a in by_id and not (tm.transfer.id in fixed and a in fixed):
                 m.add(starts[tm.transfer.id] >= completion(by_id[a], starts, paired))
     m.minimize(horizon)
-    return ExchangeModel(m, starts, paired, horizon, stats)
+    return ExchangeModel(m, starts, paired, horizon, stats, ordered)
 
 
 # The share of the time that optimises on phases whose mirror is broken (open shops): there
@@ -146,10 +153,11 @@ SPLIT = 0.5  # on any other phase
 
 
 def identical_groups(timings: list[Timing], fixed: dict | None = None,
-                     window: dict | None = None) -> list[list[Timing]]:
+                     window: dict | None = None, elements: bool = True) -> list[list[Timing]]:
     """Free transfers alike in every respect the rules see (tiles, widths, durations,
     arrivals, elements, window; no dependency either way), in the order given: any two can
-    trade their (start, width) and the schedule stays a schedule of the same horizon."""
+    trade their (start, width) and the schedule stays a schedule of the same horizon. Without
+    `elements`, memory elements may differ (then they no longer can)."""
     fixed, window = fixed or {}, window or {}
     waited = {a for tm in timings for a in tm.transfer.after}
     groups: dict[tuple, list[Timing]] = defaultdict(list)
@@ -157,7 +165,7 @@ def identical_groups(timings: list[Timing], fixed: dict | None = None,
         t = tm.transfer
         if not (t.after or t.id in waited or t.id in fixed):
             groups[(t.src, t.dst, tm.widths, tuple(tm.duration.items()), tuple(tm.arrival.items()),
-                    tm.read_elements, tm.write_elements, window.get(t.id))].append(tm)
+                    elements and (tm.read_elements, tm.write_elements), window.get(t.id))].append(tm)
     return [g for g in groups.values() if len(g) > 1]
 
 
@@ -363,8 +371,7 @@ def solve_cpsat(inst: Instance, hint: Solution, params: SolveParams,
         tid = tm.transfer.id
         if 2 * hint[0][tid] + tm.end_offset(hint[1][tid]) > upper:
             hint = mirrored(timings, hint)  # the same schedule, in the half the model keeps
-    if "ordered" in em.stats:
-        hint = in_order(identical_groups(timings), hint)
+    hint = em.hint_order(hint)
     for tid, var in em.starts.items():
         em.model.add_hint(var, hint[0][tid])
         lit = em.paired[tid]

@@ -26,7 +26,7 @@ from ipuopt.backends import cpsat
 from ipuopt.backends.cpsat import new_solver
 from ipuopt.errors import InputError
 from ipuopt.exchange.conflicts import touched
-from ipuopt.exchange.cpsat import build_model, completion, identical_groups, in_order
+from ipuopt.exchange.cpsat import build_model, completion
 from ipuopt.exchange.instance import Instance, Solution
 from ipuopt.exchange.timing import ORDINARY, PAIRED, Timing
 from ipuopt.params import Progress, SolveParams, Stopped
@@ -141,14 +141,14 @@ def solve_lns(inst: Instance, hint: Solution, params: SolveParams,
         outside = max((done(t) for t in ids if t not in keep), default=0)
         sub = [by_id[t] for t in ids if t in keep]
         try:
-            window = {t: (lo, hi) for t in free}
-            em = build_model(spec, sub, horizon, max(lower, outside), fixed, window, params.stop.check)
+            em = build_model(spec, sub, horizon, max(lower, outside), fixed, {t: (lo, hi) for t in free},
+                             params.stop.check)
         except Stopped:
             break
         completions = [completion(by_id[t], em.starts, em.paired) for t in free]
         weight = len(free) * (horizon + span + 1)
         em.model.minimize(em.horizon * weight + sum(completions))
-        hint_s, hint_w = in_order(identical_groups(sub, fixed, window), (starts, widths))
+        hint_s, hint_w = em.hint_order((starts, widths))
         for t in free:
             em.model.add_hint(em.starts[t], hint_s[t])
             if not isinstance(em.paired[t], int):

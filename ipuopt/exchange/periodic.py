@@ -26,7 +26,7 @@ from ortools.sat.python import cp_model
 from ipuopt.backends import cpsat
 from ipuopt.backends.cpsat import new_solver
 from ipuopt.exchange.colour import group_shape, tile_groups
-from ipuopt.exchange.cpsat import build_model
+from ipuopt.exchange.cpsat import build_model, identical_groups
 from ipuopt.exchange.greedy import greedy_schedule
 from ipuopt.exchange.instance import Instance, Solution, horizon_of, topological_by
 from ipuopt.exchange.timing import ORDINARY, PAIRED, Timing
@@ -66,8 +66,7 @@ def solve_periodic(inst: Instance, hint: Solution, params: SolveParams,
     if not periods:
         return Result(Status.FALLBACK, hint, hinted, inst.bound, solver="periodic",
                       extras={**extras, "reason": "no group has a repeating pattern found in time"})
-    n = len(timings)
-    order = topological_by(timings, [(keys[i], i) for i in range(n)])
+    order = topological_by(timings, [(keys[i], i) for i in range(len(timings))])
     best, best_h = hint, hinted
     for aware in (False, True):
         try:
@@ -115,17 +114,11 @@ def _pattern(spec: Spec, group: list[Timing], params: SolveParams,
 
 
 def _streams(group: list[Timing]) -> list[list[Timing]]:
-    """The group's transfers with no dependency either way, by source, destinations, widths
-    and lengths (one tile's fragments to another: memory elements may vary along a stream),
-    the streams with at least half as many as the longest."""
-    waited = {a for tm in group for a in tm.transfer.after}
-    by: dict[tuple, list[Timing]] = defaultdict(list)
-    for tm in group:
-        t = tm.transfer
-        if not (t.after or t.id in waited):
-            by[t.src, t.dst, tm.widths, tuple(tm.duration.items())].append(tm)
-    most = max((len(s) for s in by.values()), default=0)
-    return [s for s in by.values() if 2 * len(s) >= most]
+    """The group's transfers alike but for their memory elements (one tile's fragments to
+    another, `identical_groups`), the streams with at least half as many as the longest."""
+    alike = identical_groups(group, elements=False)
+    most = max((len(s) for s in alike), default=0)
+    return [s for s in alike if 2 * len(s) >= most]
 
 
 def _least_pattern(spec: Spec, kinds: list[list[Timing]], rounds: int, params: SolveParams,
