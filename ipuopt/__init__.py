@@ -22,8 +22,8 @@ _API = ("Arena", "Bound", "Buffer", "Conflict", "Generation", "InputError", "Lay
         "Phase", "Placement", "Plan", "Report", "Result", "Schedule", "Simulation", "Spec", "Status",
         "Transfer", "Workload", "bounds", "export_model", "generate", "load_arena", "load_layout_problem",
         "load_phase", "load_schedule", "load_spec", "load_workload", "methods", "optimize", "place",
-        "render_arena", "render_program", "render_schedule", "run", "select_layouts", "simulate", "solve",
-        "sweep", "sweep_report", "validate", "validate_placement")
+        "render_arena", "render_program", "render_schedule", "run", "schema", "select_layouts", "simulate",
+        "solve", "sweep", "sweep_report", "validate", "validate_placement")
 __all__ = ["__version__", *_API]
 
 

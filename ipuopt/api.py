@@ -279,3 +279,14 @@ def sweep_report(out: str | Path, against: str | Path | None = None) -> dict[str
     if against is not None:
         doc["against"] = compare(rows, load_results(Path(against)))
     return doc
+
+
+def schema(kind: str) -> dict[str, Any]:
+    """The JSON Schema of a file kind (`phase`, `spec`, ..., `run`; `ipuopt.schemas.KINDS`), to
+    check files made by other tools; docs/formats.md says what it leaves to the loaders."""
+    from ipuopt.schemas import KINDS
+    from ipuopt.schemas import schema as _schema
+
+    if kind not in KINDS:
+        raise InputError.one("", "kind", f"unknown file kind {kind!r} (known: {', '.join(KINDS)})")
+    return _schema(kind)

@@ -1355,6 +1355,39 @@ def sweep_report_cmd(
             print(f"  gone   {' '.join(k)}")
 
 
+@app.command("schema")
+def schema_cmd(
+    kind: Annotated[str | None, typer.Argument(help="File kind; without it, every kind is listed.")] = None,
+    out: Annotated[Path | None, typer.Option(help="Write the schema to this JSON file.")] = None,
+    out_dir: Annotated[Path | None,
+                       typer.Option(help="Write every kind's schema here as KIND.schema.json.")] = None,
+) -> None:
+    """The JSON Schema of a file kind (phase, spec, arena, ...), to check files made elsewhere."""
+    from ipuopt.schemas import KINDS, schema
+
+    if kind is not None and kind not in KINDS:
+        raise InputError.one("", "KIND", f"unknown file kind {kind!r} (known: {', '.join(KINDS)})")
+    if out_dir is not None and (kind is not None or out is not None):
+        raise InputError.one("", "--out-dir", "writes every kind: give no KIND and no --out")
+    if out is not None and kind is None:
+        raise InputError.one("", "--out", "name the KIND to write")
+    _check_out(out, suffixes=(".json",))
+    _check_out_dir(out_dir)
+    if out_dir is not None:
+        out_dir.mkdir(exist_ok=True)
+        for k in KINDS:
+            write_document(out_dir / f"{k}.schema.json", schema(k))
+        print(f"wrote {len(KINDS)} schemas to {out_dir}")
+    elif kind is None:
+        for k in KINDS:
+            print(f"{k:<15} {schema(k)['description']}")
+    elif out is not None:
+        write_document(out, schema(kind))
+        print(f"wrote {out}")
+    else:
+        print(json.dumps(schema(kind), indent=1))
+
+
 @specs_app.command("list")
 def specs_list() -> None:
     """Shipped specs, with tile count and description."""

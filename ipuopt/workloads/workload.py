@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from ipuopt.data_files import bundled_hint, resolve
-from ipuopt.errors import InputError, Problem
+from ipuopt.errors import InputError, Problem, unknown_keys
 from ipuopt.io import read_document
 from ipuopt.workloads.boxes import View
 
@@ -15,6 +15,10 @@ DTYPE_BYTES = {"f16": 2, "f32": 4}
 
 
 ARRIVALS = ("host-split", "host-replicated")  # how a graph input reaches the chip (`input:`)
+_KEYS = ("name", "description", "dtype", "tensors", "operators")
+_TENSOR_KEYS = ("shape", "input", "weight")
+_OP_KEYS = {"gemm": ("name", "kind", "a", "b", "out", "batch"),
+            "elementwise": ("name", "kind", "in", "out", "batch")}
 
 
 @dataclass(frozen=True)
@@ -62,13 +66,19 @@ class Workload:
 def _view(raw: Any, where: str, tensors: dict, file: str, problems: list[Problem]) -> View | None:
     if isinstance(raw, str):
         raw = {"tensor": raw}
-    if not isinstance(raw, dict) or raw.get("tensor") not in tensors:
+    if not isinstance(raw, dict) or not isinstance(raw.get("tensor"), str) or raw["tensor"] not in tensors:
         problems.append(Problem(file, where, f"unknown tensor {raw!r}"))
         return None
     unknown = set(raw) - {"tensor", "heads", "transpose"}
     if unknown:
         problems.append(Problem(file, f"{where}.{sorted(unknown)[0]}", "unknown key"))
     heads = raw.get("heads", 0)
+    if not isinstance(heads, int) or isinstance(heads, bool) or heads < 0:
+        problems.append(Problem(file, f"{where}.heads", f"must be an integer >= 0, got {heads!r}"))
+        return None
+    if not isinstance(raw.get("transpose", False), bool):
+        problems.append(Problem(file, f"{where}.transpose", "true or false"))
+        return None
     if heads:
         shape = tensors[raw["tensor"]].shape
         if shape[0] != 1 or shape[2] % heads:
@@ -80,17 +90,22 @@ def _view(raw: Any, where: str, tensors: dict, file: str, problems: list[Problem
 def workload_from_dict(doc: Any, file: str = "") -> Workload:
     if not isinstance(doc, dict):
         raise InputError.one(file, "", "a workload must be a mapping")
-    problems: list[Problem] = []
+    problems = unknown_keys(doc, _KEYS, file)
     dtype = doc.get("dtype", "f16")
     if dtype not in DTYPE_BYTES:
         problems.append(Problem(file, "dtype", f"one of {', '.join(DTYPE_BYTES)}"))
+    raw_tensors = doc.get("tensors") or {}
+    if not isinstance(raw_tensors, dict):
+        problems.append(Problem(file, "tensors", "must map tensor names to {shape, input, weight}"))
+        raw_tensors = {}
     tensors: dict[str, Tensor] = {}
-    for name, t in (doc.get("tensors") or {}).items():
+    for name, t in raw_tensors.items():
         shape = t.get("shape") if isinstance(t, dict) else None
         if not (isinstance(shape, list) and len(shape) in (2, 3)
-                and all(isinstance(x, int) and x > 0 for x in shape)):
+                and all(isinstance(x, int) and not isinstance(x, bool) and x > 0 for x in shape)):
             problems.append(Problem(file, f"tensors.{name}.shape", "2 or 3 positive integers"))
             continue
+        problems.extend(unknown_keys(t, _TENSOR_KEYS, file, f"tensors.{name}."))
         shape3 = tuple([1, *shape]) if len(shape) == 2 else tuple(shape)
         arrives = t.get("input", False)
         if arrives is True:
@@ -99,27 +114,42 @@ def workload_from_dict(doc: Any, file: str = "") -> Workload:
             problems.append(Problem(file, f"tensors.{name}.input", f"true, {' or '.join(ARRIVALS)}, "
                                                                    f"got {arrives!r}"))
             continue
+        if not isinstance(t.get("weight", False), bool):
+            problems.append(Problem(file, f"tensors.{name}.weight", "true or false"))
+            continue
         if arrives and t.get("weight"):
             problems.append(Problem(file, f"tensors.{name}", "a weight is not a graph input: give one"))
             continue
         tensors[name] = Tensor(name, shape3, bool(arrives), bool(t.get("weight")),
                                arrives == "host-replicated")
+    raw_ops = doc.get("operators") or []
+    if not isinstance(raw_ops, list):
+        problems.append(Problem(file, "operators", "must list the operators in program order"))
+        raw_ops = []
     ops: list[Operator] = []
-    for i, o in enumerate(doc.get("operators") or []):
+    for i, o in enumerate(raw_ops):
         where = f"operators[{i}]"
+        if not isinstance(o, dict):
+            problems.append(Problem(file, where, "must be a mapping with name, kind and its tensors"))
+            continue
         kind = o.get("kind")
+        if kind not in _OP_KEYS:
+            problems.append(Problem(file, f"{where}.kind", "gemm or elementwise"))
+            continue
+        problems.extend(unknown_keys(o, _OP_KEYS[kind], file, f"{where}."))
+        batch = o.get("batch", 1)
+        if not isinstance(batch, int) or isinstance(batch, bool) or batch < 1:
+            problems.append(Problem(file, f"{where}.batch", f"must be an integer >= 1, got {batch!r}"))
+            continue
         if kind == "gemm":
             ins = (_view(o.get("a"), f"{where}.a", tensors, file, problems),
                    _view(o.get("b"), f"{where}.b", tensors, file, problems))
-        elif kind == "elementwise":
-            ins = (_view(o.get("in"), f"{where}.in", tensors, file, problems),)
         else:
-            problems.append(Problem(file, f"{where}.kind", "gemm or elementwise"))
-            continue
+            ins = (_view(o.get("in"), f"{where}.in", tensors, file, problems),)
         out = _view(o.get("out"), f"{where}.out", tensors, file, problems)
         if None in ins or out is None:
             continue
-        op = Operator(str(o.get("name", f"op{i}")), kind, ins, out, int(o.get("batch", 1)))  # type: ignore[arg-type]
+        op = Operator(str(o.get("name", f"op{i}")), kind, ins, out, batch)  # type: ignore[arg-type]
         ops.append(op)
     wl = Workload(str(doc.get("name", "")), dtype, tensors, ops, file)
     for op in ops:
