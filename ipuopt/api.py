@@ -35,6 +35,7 @@ from ipuopt.layout.problem import load_layout_problem as _load_layout_problem
 from ipuopt.layout.solve import Plan
 from ipuopt.params import SolveParams
 from ipuopt.registry import METHODS, Method, resolve
+from ipuopt.render.notebook import ProgramRun
 from ipuopt.render.save import save
 from ipuopt.render.views import arena_boxes, phase_view, program_view
 from ipuopt.result import Bound, Result, Status
@@ -112,7 +113,11 @@ def solve(phase: PhaseLike, spec: Spec | str | None = None, solver: str | None =
     ph, sp = load_phase(phase, spec)
     chosen, settings = resolve("exchange", solver, profile=profile, time_limit=time_limit, workers=workers,
                                seed=seed, options=params)
-    return _solve(ph, sp, chosen.name, settings)
+    result = _solve(ph, sp, chosen.name, settings)
+    if result.solution is not None:
+        result.solution.drawn_on = (ph, sp)  # so a notebook can draw it, titled as `render` does
+        result.solution.note = f"{result.solver} {result.status}"
+    return result
 
 
 def bounds(phase: PhaseLike, spec: Spec | str | None = None) -> list[Bound]:
@@ -192,18 +197,18 @@ def generate(workload: Workload | str | Path, spec: Spec | str = "gc200",
 def run(workload: Workload | str | Path, spec: Spec | str = "gc200", layouts: dict[str, str] | None = None,
         solver: str | None = None, *, time_limit: float | None = None, grain: int | str | None = None,
         workers: int | None = None, seed: int | None = None, profile: str | None = None,
-        params: dict[str, Any] | None = None) -> dict[str, Any]:
+        params: dict[str, Any] | None = None) -> ProgramRun:
     """The whole program on the chip (see `ipuopt run`): per boundary barrier metrics and totals.
     `workers`, `seed`, `profile` and `params` go to every phase's solver, as in `solve`."""
     chosen, settings = resolve("exchange", solver, profile=profile, time_limit=time_limit, workers=workers,
                                seed=seed, options=params)
     gen = generate(workload, spec, layouts, grain)
-    return run_program(gen, chosen.name, settings).to_dict()
+    return ProgramRun(run_program(gen, chosen.name, settings).to_dict())
 
 
 def optimize(workload: Workload | str | Path, spec: Spec | str = "gc200", *, grain: int | str | None = None,
              k: int = 3, time_limit: float | None = None, workers: int = 1,
-             cluster: str | None = None) -> dict[str, Any]:
+             cluster: str | None = None) -> ProgramRun:
     """The whole program (see `ipuopt optimize`): layout plans finished with real schedules,
     placement kept only if it shortens them, auto schedules; the run with its bound, gap,
     baselines and finalists under `optimize`. Its cells run in this process unless `workers`
@@ -218,7 +223,7 @@ def optimize(workload: Workload | str | Path, spec: Spec | str = "gc200", *, gra
     wl = _workload(workload)
     params = SolveParams(time_limit)
     with Cells(None, cluster, workers, params.stop) as cells:
-        return _optimize(wl, sp, parse_grain(grain, sp, "grain"), k, params, cells=cells)
+        return ProgramRun(_optimize(wl, sp, parse_grain(grain, sp, "grain"), k, params, cells=cells))
 
 
 def render_schedule(phase: PhaseLike, spec: Spec | str | None, schedule: ScheduleLike,

@@ -83,6 +83,16 @@ class Result(Generic[T]):
     def lower_bound(self) -> int | None:
         return self.bound
 
+    def __repr__(self) -> str:  # short: the generated one would print every transfer
+        from ipuopt.render.notebook import result_text
+
+        return result_text(self)
+
+    def _repr_html_(self) -> str:
+        from ipuopt.render.notebook import result_html
+
+        return result_html(self)
+
     def to_dict(self) -> dict[str, Any]:
         own = self.solution.to_dict() if self.solution is not None else {}  # type: ignore[attr-defined]
         head = {k: v for k, v in own.items() if not isinstance(v, list | dict)}  # names, then figures

@@ -30,6 +30,16 @@ class Placement:
     offsets: dict[str, int] | None
     peak: int | None = None
 
+    def __repr__(self) -> str:
+        from ipuopt.render.notebook import placement_text
+
+        return placement_text(self)
+
+    def _repr_html_(self) -> str:
+        from ipuopt.render.notebook import placement_html
+
+        return placement_html(self)
+
     def to_dict(self) -> dict[str, Any]:
         a = self.arena
         return {"arena": a.name, "spec": a.spec_name, "region": a.region, "objective": self.objective,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +28,18 @@ class Schedule:
     phase: str = ""
     spec: str = ""
     note: str = ""
+    # (Phase, Spec) it was made for, when known (`ipuopt.solve` sets it): what a notebook draws
+    drawn_on: tuple[Any, Any] | None = field(default=None, repr=False, compare=False)
+
+    def __repr__(self) -> str:
+        from ipuopt.render.notebook import schedule_text
+
+        return schedule_text(self)
+
+    def _repr_html_(self) -> str:
+        from ipuopt.render.notebook import schedule_html
+
+        return schedule_html(self)
 
     def to_dict(self) -> dict[str, Any]:
         return {"phase": self.phase, "spec": self.spec, "horizon": self.horizon,

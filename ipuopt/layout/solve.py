@@ -42,6 +42,10 @@ class Plan:
     kept: dict[str, Any] | None = None  # a built problem's report: what was priced and kept
     rerank: list[dict[str, Any]] | None = None  # the plans ranked by their scheduled programs
 
+    def __repr__(self) -> str:  # short: the generated one prints the beam, the k plans, the rerank
+        picks = ", ".join(f"{op} {c}" for op, c in (self.choice or {}).items())
+        return f"Plan(workload {self.workload!r}: {self.cycles} cycles; {picks})"
+
     def to_dict(self) -> dict[str, Any]:
         doc: dict[str, Any] = {"workload": self.workload, **({"spec": self.spec} if self.spec else {}),
                                "cycles": self.cycles, "choice": self.choice}

@@ -57,7 +57,8 @@
     a0 = a - (a - a0) * f; a1 = a + (a1 - a) * f; draw();
   }, { passive: false });
   document.getElementById("reset").addEventListener("click", () => { a0 = 0; a1 = D.top; draw(); });
-  window.addEventListener("resize", () => { size(); draw(); });
+  // "load" too: in a notebook's frame the page may run before the frame has its size
+  for (const e of ["resize", "load"]) window.addEventListener(e, () => { size(); draw(); });
   const legend = document.getElementById("legend");
   if (legend) {
     legend.innerHTML = '<span><i style="background:rgba(76,120,168,0.75)"></i>buffer</span>' +

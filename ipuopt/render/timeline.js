@@ -9,7 +9,8 @@
   const { canvas, ctx, tip } = window.PAGE;
   const LEFT = 90, TOP = 24, BOTTOM = 6;
   let t0 = D.t0, t1 = D.t1 > D.t0 ? D.t1 : D.t0 + 1;
-  let rowH = Math.max(3, Math.min(18, Math.floor((window.innerHeight - 140) / Math.max(1, D.rows.length))));
+  const fitRows = () => Math.max(3, Math.min(18, Math.floor((window.innerHeight - 140) / Math.max(1, D.rows.length))));
+  let rowH = fitRows();
   let firstRow = 0;
   const byRow = D.rows.map(() => []);
   D.items.forEach((it, i) => byRow[it[0]].push(i));
@@ -131,6 +132,8 @@
   document.getElementById("taller").addEventListener("click", () => { rowH = Math.min(40, rowH + 2); draw(); });
   document.getElementById("shorter").addEventListener("click", () => { rowH = Math.max(2, rowH - 2); draw(); });
   window.addEventListener("resize", () => { size(); draw(); });
+  // in a notebook's frame the page may run before the frame has its size
+  window.addEventListener("load", () => { rowH = fitRows(); size(); draw(); });
 
   const legend = document.getElementById("legend");
   for (const k in D.kinds) {
