@@ -261,12 +261,12 @@ def test_a_pricing_that_cannot_end_in_time_stops_at_once():
     t0 = time.perf_counter()
     problem, doc = build_problem(wl, spec, within=0.2, progress=seen.append, partial=True,
                                  left=lambda: 1e-4)
-    assert doc["kept"]["partial"] and any("moves to price" in m for m in seen)
+    assert doc["kept"]["partial"] and any(" moves to p" in m for m in seen)  # to probe, or to price
     assert time.perf_counter() - t0 < 30
     with pytest.raises(Stopped):
         build_problem(wl, spec, within=0.2, left=lambda: 1e-4)
     _, roomy = build_problem(wl, spec, within=0.2, left=lambda: 1e6)
-    assert roomy["kept"]["pairs_priced"] > 64 and "partial" not in roomy["kept"]
+    assert roomy["kept"]["pairs_probed"] > 64 and "partial" not in roomy["kept"]
 
 
 def test_regions_off_alignment_price_every_run_as_one_that_may_pair():
@@ -395,3 +395,60 @@ def test_a_layout_build_cut_short_answers_with_the_best_plan_it_has():
     params.start_clock()
     full = plan_of(wl, spec, "milp", params)
     assert full.status == "optimal" and full.value <= late.value and not full.interrupted
+
+
+@pytest.mark.parametrize("workload,grain", [("mini-mlp", None), ("mini-attention", "box"), ("mini-mlp", 64)])
+def test_a_probe_is_never_above_the_price(workload, grain):
+    """A move probed on a few receiving tiles is part of the whole move: never priced above it;
+    on the tiles that receive the most it is often the whole price."""
+    from ipuopt.layout.candidates import Catalogue
+    from ipuopt.layout.moves import Moves
+
+    wl, spec = load_workload(workload), load_spec("test64")
+    cat = Catalogue(wl, spec, 1.0, grain, lambda _m: None, lambda: None)
+    moves = Moves(cat)
+    moves.refresh(cat.cands)
+    pairs = list(moves._pairs(cat.cands, math.inf))
+    ids = random.Random(0).sample([i for i, p in enumerate(pairs) if p[4] is None], 300)
+    priced = moves._bounds(pairs, ids, moves.needs_of, None, "price")
+    for tiles in (1, 2, 16):
+        probed = moves._bounds(pairs, ids, lambda n, k=tiles: moves.probe_needs(n, k), None, "probe", 16)
+        assert all(probed[i] <= priced[i] for i in ids)
+        assert sum(probed[i] == priced[i] for i in ids) > 0 if tiles == 16 else True
+
+
+def test_probing_changes_no_problem(monkeypatch):
+    """The problem built with probes is the one built by pricing every pair."""
+    from ipuopt.layout import moves
+
+    wl, spec = load_workload("mini-mlp"), load_spec("test64")
+    _, probed = build_problem(wl, spec, within=0.3, min_utilisation=0.25)
+    monkeypatch.setattr(moves, "PROBES", ())
+    _, plain = build_problem(wl, spec, within=0.3, min_utilisation=0.25)
+    assert probed["kept"]["pairs_probed"] > probed["kept"]["pairs_priced"] > 0
+    assert plain["kept"]["pairs_probed"] == 0
+    for doc in (probed, plain):
+        for key in ("seconds", "pairs_probed", "pairs_priced"):
+            doc["kept"].pop(key)
+    assert probed == plain
+
+
+def test_output_held_in_numpy_is_where_gen_leaves_the_output():
+    from ipuopt.layout.pricing import Held, output_held
+    from ipuopt.workloads.geometry import output_pieces
+    from ipuopt.workloads.workload import workload_from_dict
+
+    spec = load_spec("test64")
+    transposed = workload_from_dict({  # an output stored transposed
+        "name": "t", "tensors": {"x": {"shape": [24, 40], "input": True},
+                                 "w": {"shape": [40, 32], "weight": True}, "y": {"shape": [32, 24]}},
+        "operators": [{"name": "g", "kind": "gemm", "a": "x", "b": "w",
+                       "out": {"tensor": "y", "transpose": True}}]})
+    for wl in (load_workload("mini-mlp"), load_workload("mini-attention"), transposed):
+        name = wl.name
+        for op in (o for o in wl.operators if o.kind == "gemm"):
+            cands = enumerate_candidates(wl, op, spec, 0.25)
+            for c in random.Random(1).sample(cands, min(40, len(cands))):
+                fast, slow = output_held(wl, op, c), Held.of(output_pieces(wl, op, c, 0))
+                for f in ("tiles", "lo", "hi", "addr"):
+                    assert (getattr(fast, f) == getattr(slow, f)).all(), (name, op.name, c.layout, f)

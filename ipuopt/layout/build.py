@@ -39,6 +39,7 @@ class Report:
     enumerated: dict[str, int] = field(default_factory=dict)
     kept: dict[str, int] = field(default_factory=dict)
     pairs_priced: int = 0
+    pairs_probed: int = 0
     rows: int = 0
     reference: int | None = None
     within: float = 0.0
@@ -59,7 +60,8 @@ class Report:
                         "and the moves between them; its optimum is a plan, not proven the best of all"),
                     "seconds": round(self.seconds, 1)}
         return {"enumerated": self.enumerated, "kept": self.kept, "redistribution_rows": self.rows,
-                "pairs_priced": self.pairs_priced, "reference_cycles": self.reference,
+                "pairs_probed": self.pairs_probed, "pairs_priced": self.pairs_priced,
+                "reference_cycles": self.reference,
                 "within": self.within, "exchange": self.exchange,
                 "grain": grain_name(self.grain),
                 **({"phases_scheduled": self.scheduled} if self.exchange == "greedy" else {}),
@@ -113,7 +115,8 @@ def build_problem(wl: Workload, spec: Spec, within: float = 0.0, min_utilisation
     try:
         kept, rows = _kept(cat, moves, report, ref.value * (1 + within), exchange, say, left)
         doc = document(cat, kept, rows)
-        report.rows, report.pairs_priced, report.scheduled = len(rows), moves.pairs_priced, moves.scheduled
+        report.rows, report.scheduled = len(rows), moves.scheduled
+        report.pairs_priced, report.pairs_probed = moves.pairs_priced, moves.pairs_probed
     except Stopped:
         if not partial:
             raise

@@ -13,9 +13,14 @@ from ipuopt.layout.candidates import INPUT_LAYOUT, Cand, Catalogue
 from ipuopt.layout.pricing import Held, input_held, move_bounds, move_floor, output_held
 from ipuopt.layout.pruning import floors_of
 from ipuopt.params import Stopped
+from ipuopt.workloads.boxes import volume as volume_of
 from ipuopt.workloads.geometry import operand_needs
+from ipuopt.workloads.records import Need
 
 BATCH = 8192  # held pieces x needs' lists priced in one pass: few for large layouts
+# (receiving tiles, batch size) of each probe a pair must pass before it is priced: a cheap one
+# rules out most pairs, a finer one most of the rest
+PROBES = ((2, 64), (16, 16))
 
 
 class Moves:
@@ -29,6 +34,8 @@ class Moves:
         self.exact: dict[tuple[str, str], int] = {}  # (graph input, need label) -> cycles
         self.alike: dict[tuple, int] = {}
         self.pairs_priced = 0
+        self.pairs_probed = 0
+        self.probes: dict[tuple[str, int], list[Need]] = {}  # (need label, tiles) -> `probe_needs`
         self.largest: dict[str, int] = {}  # tensor -> most elements one tile holds (`refresh`)
         self.scheduled = 0
 
@@ -60,18 +67,11 @@ class Moves:
                         c.moves[t] = self.exact[(t, n)]
 
     def price(self, t: str, have: str, need: str) -> int:
-        return self.price_all(t, have, [need])[0]
-
-    def price_all(self, t: str, have: str, needs: list[str]) -> list[int]:
-        """The move bounds of `t` from layout `have` into each need label, in one pass."""
+        """The move bound of `t` from layout `have` into need label `need`."""
         self.cat.check()
-        for need in needs:
-            if need not in self.need_boxes:
-                nop, which, nc = self.cat.needs[need]
-                self.need_boxes[need] = operand_needs(self.wl, nop, nc, which, 0)
-        self.pairs_priced += len(needs)
-        return move_bounds(self.held_of(t, have), [self.need_boxes[n] for n in needs], self.wl.elem_bytes,
-                           self.spec, self.grain)
+        self.pairs_priced += 1
+        return move_bounds(self.held_of(t, have), [self.needs_of(need)], self.wl.elem_bytes, self.spec,
+                           self.grain)[0]
 
     def held_of(self, tensor: str, label: str) -> Held:
         """Where `tensor` is when in layout `label` (graph inputs all share the label `rows`)."""
@@ -86,37 +86,78 @@ class Moves:
 
     def rows(self, cands: dict[str, list[Cand]], limit: float,
              left: Callable[[], float | None] | None = None) -> list[dict[str, Any]]:
-        """Priced moves between kept layouts that a plan within `limit` could use. The moves
-        out of one held layout are priced together (`move_bounds`), up to `BATCH` needs'
-        boxes at a time. With `left` (seconds left, or None), a pricing that the first
-        pairs' pace shows will not end in time stops at once (`Stopped`) rather than when
+        """Priced moves between kept layouts that a plan within `limit` could use. A pair is
+        first probed (`probe_needs`: its move's price as seen by a few receiving tiles, never
+        above the price): most pairs' probes already rule them out, and only the rest are priced.
+        The moves out of one held layout are probed and priced together (`move_bounds`), up to
+        `BATCH` needs' boxes at a time. With `left` (seconds left, or None), a stage that the
+        first pairs' pace shows will not end in time stops at once (`Stopped`) rather than when
         the time is gone."""
         todo = list(self._pairs(cands, limit))
-        batches: dict[tuple[str, str], list[int]] = {}  # (tensor, held layout) -> unpriced pairs
-        for i, (t, o, _, _, cycles) in enumerate(todo):
-            if cycles is None:
-                batches.setdefault((t, o), []).append(i)
-        cut: list[tuple[str, str, list[int]]] = []
-        for (t, o), ids in batches.items():
-            size = max(1, BATCH // max(1, len(self.held_of(t, o).tiles)))
-            cut += [(t, o, ids[at:at + size]) for at in range(0, len(ids), size)]
-        unpriced = sum(len(ids) for *_, ids in cut)
-        priced: dict[int, int] = {}
-        t0, looked = time.perf_counter(), False
-        for t, o, ids in cut:
-            if left is not None and not looked and len(priced) >= 64:
-                looked, room = True, left()
-                pace = (time.perf_counter() - t0) / len(priced)
-                if room is not None and pace * (unpriced - len(priced)) > room:
-                    self.cat.say(f"{unpriced - len(priced)} moves to price: more than the {room:.0f} s left")
-                    raise Stopped
-            priced.update(zip(ids, self.price_all(t, o, [todo[i][2] for i in ids]), strict=True))
+        unpriced = [i for i, row in enumerate(todo) if row[4] is None]
+        for tiles, lists in PROBES if limit < math.inf else ():  # the reference's few: priced outright
+            seen = self._bounds(todo, unpriced, lambda n, k=tiles: self.probe_needs(n, k), left, "probe",
+                                lists)
+            unpriced = [i for i in unpriced if todo[i][3] + seen[i] <= limit]
+            self.pairs_probed += len(seen)
+        priced = self._bounds(todo, unpriced, self.needs_of, left, "price")
+        self.pairs_priced += len(priced)
         rows: list[dict[str, Any]] = []
         for i, (t, o, n, others, cycles) in enumerate(todo):
-            cycles = priced[i] if cycles is None else cycles
+            cycles = priced.get(i, math.inf) if cycles is None else cycles
             if others + cycles <= limit:
                 rows.append({"tensor": t, "from": o, "to": n, "cycles": cycles})
         return rows
+
+    def _bounds(self, todo: list[tuple], ids: list[int], needs_of: Callable[[str], list[Need]],
+                left: Callable[[], float | None] | None, what: str, lists: int = 1) -> dict[int, int]:
+        """`move_bounds` of the pairs `ids` of `todo` into the needs `needs_of` gives each, one
+        pass per held layout and batch (`lists` times `BATCH` lists of needs per held piece)."""
+        batches: dict[tuple[str, str], list[int]] = {}  # (tensor, held layout) -> its pairs
+        for i in ids:
+            batches.setdefault(todo[i][:2], []).append(i)
+        cut: list[tuple[str, str, list[int]]] = []
+        for (t, o), mine in batches.items():
+            size = max(1, BATCH * lists // max(1, len(self.held_of(t, o).tiles)))
+            cut += [(t, o, mine[at:at + size]) for at in range(0, len(mine), size)]
+        out: dict[int, int] = {}
+        t0, looked = time.perf_counter(), False
+        for t, o, part in cut:
+            self.cat.check()
+            if left is not None and not looked and len(out) >= 64:
+                looked, room = True, left()
+                pace = (time.perf_counter() - t0) / len(out)
+                if room is not None and pace * (len(ids) - len(out)) > room:
+                    self.cat.say(f"{len(ids) - len(out)} moves to {what}: more than the {room:.0f} s left")
+                    raise Stopped
+            out.update(zip(part, move_bounds(self.held_of(t, o), [needs_of(todo[i][2]) for i in part],
+                                             self.wl.elem_bytes, self.spec, self.grain), strict=True))
+        return out
+
+    def needs_of(self, need: str) -> list[Need]:
+        """What the candidates of need label `need` receive."""
+        if need not in self.need_boxes:
+            nop, which, nc = self.cat.needs[need]
+            self.need_boxes[need] = operand_needs(self.wl, nop, nc, which, 0)
+        return self.need_boxes[need]
+
+    def probe_needs(self, need: str, tiles: int) -> list[Need]:
+        """The needs of `tiles` receiving tiles alone, spread over those that need the most: a
+        move into them is part of the whole move (the same pieces to fewer tiles), so its price
+        is never above the whole move's, and receiving lanes are what moves wait on."""
+        if (need, tiles) not in self.probes:
+            needs = self.needs_of(need)
+            volume: dict[int, int] = {}
+            for n in needs:
+                for t in n.tiles:
+                    volume[t] = volume.get(t, 0) + volume_of(n.box)
+            most = max(volume.values(), default=0)
+            busiest = sorted(t for t, v in volume.items() if v == most)
+            chosen = set(busiest[:: max(1, -(-len(busiest) // tiles))])
+            self.probes[(need, tiles)] = [
+                Need(tuple(t for t in n.tiles if t in chosen), n.box, n.addr, n.partial)
+                for n in needs if chosen.intersection(n.tiles)]
+        return self.probes[(need, tiles)]
 
     def _pairs(self, cands: dict[str, list[Cand]], limit: float
                ) -> Iterator[tuple[str, str, str, float, int | None]]:

@@ -29,7 +29,7 @@ from ipuopt.workloads.allocation import SpmdAllocator
 from ipuopt.workloads.boxes import Range, nth, split, volume, widths
 from ipuopt.workloads.fragments import Grain, cuts_keep_alignment, lane_work, paired_runs, runs_of
 from ipuopt.workloads.gemm import PARTIAL_BYTES, Candidate, GemmLayout
-from ipuopt.workloads.geometry import default_input_layout, grid_tile, operand_needs, output_pieces
+from ipuopt.workloads.geometry import default_input_layout, grid_tile, operand_needs, output_pieces, splits
 from ipuopt.workloads.overlaps import overlapping
 from ipuopt.workloads.records import Need, Piece
 from ipuopt.workloads.workload import Operator, Workload
@@ -270,8 +270,28 @@ def move_floor(block_elems: int, tiles: int, held_elems: int, elem: int, spec: S
 
 
 def output_held(wl: Workload, op: Operator, c: Candidate) -> Held:
-    """Where the GEMM leaves its output (as `ipuopt gen` does)."""
-    return Held.of(output_pieces(wl, op, c, 0))
+    """Where the GEMM leaves its output (as `ipuopt gen` does: `output_pieces`, in its order),
+    built in numpy when the output is seen whole (no heads): thousands of layouts are held."""
+    if op.out.heads:
+        return Held.of(output_pieces(wl, op, c, 0))
+    bsplit, msplit, _, nsplit = splits(wl, op, c)
+    lay = c.layout
+    sub_a, sub_b = (lay.sub_a, lay.sub_b) if lay.parts > 1 else (1, 1)
+    rows = np.array([(lo + a, lo + b) for lo, hi in msplit for a, b in split(hi - lo, sub_a)]).reshape(
+        len(msplit), sub_a, 2)
+    cols = np.array([(lo + a, lo + b) for lo, hi in nsplit for a, b in split(hi - lo, sub_b)]).reshape(
+        len(nsplit), sub_b, 2)
+    batch = np.array(bsplit).reshape(-1, 2)
+    g, r, col, i, j = np.indices((len(batch), len(msplit), len(nsplit), sub_a, sub_b)).reshape(5, -1)
+    owner = i * sub_b + j
+    tiles = ((g * lay.parts + owner) * lay.rows + r) * lay.cols + col  # `grid_tile`
+    box = [batch[g], rows[r, i], cols[col, j]]
+    if op.out.transpose:
+        box[1], box[2] = box[2], box[1]
+    lo = np.stack([b[:, 0] for b in box], axis=1)
+    hi = np.stack([b[:, 1] for b in box], axis=1)
+    return Held(tiles.astype(np.int64), lo.astype(np.int64), hi.astype(np.int64),
+                np.zeros(len(tiles), dtype=np.int64))
 
 
 def input_held(wl: Workload, tensor: str, spec: Spec) -> Held:
