@@ -410,9 +410,11 @@ def test_a_probe_is_never_above_the_price(workload, grain):
     moves.refresh(cat.cands)
     pairs = list(moves._pairs(cat.cands, math.inf))
     ids = random.Random(0).sample([i for i, p in enumerate(pairs) if p[4] is None], 300)
-    priced = moves._bounds(pairs, ids, moves.needs_of, None, "price")
+    priced = moves._bounds(pairs, ids, lambda row: moves.needs_of(row[2]), None, "price")
     for tiles in (1, 2, 16):
-        probed = moves._bounds(pairs, ids, lambda n, k=tiles: moves.probe_needs(n, k), None, "probe", 16)
+        probed = moves._bounds(pairs, ids, lambda row, k=tiles: moves.probe_needs(row[2], k), None, "p", 16)
+        fitted = moves._bounds(pairs, ids, lambda row, k=tiles: moves.busiest(row, k), None, "p", 16)
+        assert all(fitted[i] <= priced[i] for i in ids)
         assert all(probed[i] <= priced[i] for i in ids)
         assert sum(probed[i] == priced[i] for i in ids) > 0 if tiles == 16 else True
 

@@ -9,6 +9,8 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
+import numpy as np
+
 from ipuopt.layout.candidates import INPUT_LAYOUT, Cand, Catalogue
 from ipuopt.layout.pricing import Held, input_held, move_bounds, move_floor, output_held
 from ipuopt.layout.pruning import floors_of
@@ -18,9 +20,10 @@ from ipuopt.workloads.geometry import operand_needs
 from ipuopt.workloads.records import Need
 
 BATCH = 8192  # held pieces x needs' lists priced in one pass: few for large layouts
-# (receiving tiles, batch size) of each probe a pair must pass before it is priced: a cheap one
-# rules out most pairs, a finer one most of the rest
-PROBES = ((2, 64), (16, 16))
+# receiving tiles of the two probes a pair must pass before it is priced: the tiles that need the
+# most (chosen once per need layout: cheap, rules out most pairs), then those that receive the most
+# of this very move (most of the rest)
+PROBES = (2, 8)
 
 
 class Moves:
@@ -95,12 +98,13 @@ class Moves:
         the time is gone."""
         todo = list(self._pairs(cands, limit))
         unpriced = [i for i, row in enumerate(todo) if row[4] is None]
-        for tiles, lists in PROBES if limit < math.inf else ():  # the reference's few: priced outright
-            seen = self._bounds(todo, unpriced, lambda n, k=tiles: self.probe_needs(n, k), left, "probe",
-                                lists)
+        stages = zip((lambda row, k: self.probe_needs(row[2], k), self.busiest), PROBES, (64, 16),
+                     strict=False)  # as many stages as PROBES gives tiles for
+        for probe, tiles, lists in stages if limit < math.inf else ():  # (the reference's few: priced)
+            seen = self._bounds(todo, unpriced, lambda row, f=probe, k=tiles: f(row, k), left, "probe", lists)
             unpriced = [i for i in unpriced if todo[i][3] + seen[i] <= limit]
             self.pairs_probed += len(seen)
-        priced = self._bounds(todo, unpriced, self.needs_of, left, "price")
+        priced = self._bounds(todo, unpriced, lambda row: self.needs_of(row[2]), left, "price")
         self.pairs_priced += len(priced)
         rows: list[dict[str, Any]] = []
         for i, (t, o, n, others, cycles) in enumerate(todo):
@@ -109,9 +113,9 @@ class Moves:
                 rows.append({"tensor": t, "from": o, "to": n, "cycles": cycles})
         return rows
 
-    def _bounds(self, todo: list[tuple], ids: list[int], needs_of: Callable[[str], list[Need]],
+    def _bounds(self, todo: list[tuple], ids: list[int], needs_of: Callable[[tuple], list[Need]],
                 left: Callable[[], float | None] | None, what: str, lists: int = 1) -> dict[int, int]:
-        """`move_bounds` of the pairs `ids` of `todo` into the needs `needs_of` gives each, one
+        """`move_bounds` of the pairs `ids` of `todo` into the needs `needs_of` gives each pair, one
         pass per held layout and batch (`lists` times `BATCH` lists of needs per held piece)."""
         batches: dict[tuple[str, str], list[int]] = {}  # (tensor, held layout) -> its pairs
         for i in ids:
@@ -130,7 +134,7 @@ class Moves:
                 if room is not None and pace * (len(ids) - len(out)) > room:
                     self.cat.say(f"{len(ids) - len(out)} moves to {what}: more than the {room:.0f} s left")
                     raise Stopped
-            out.update(zip(part, move_bounds(self.held_of(t, o), [needs_of(todo[i][2]) for i in part],
+            out.update(zip(part, move_bounds(self.held_of(t, o), [needs_of(todo[i]) for i in part],
                                              self.wl.elem_bytes, self.spec, self.grain), strict=True))
         return out
 
@@ -158,6 +162,39 @@ class Moves:
                 Need(tuple(t for t in n.tiles if t in chosen), n.box, n.addr, n.partial)
                 for n in needs if chosen.intersection(n.tiles)]
         return self.probes[(need, tiles)]
+
+    def busiest(self, row: tuple, tiles: int) -> list[Need]:
+        """The needs of the `tiles` tiles whose receive lanes this move loads the most, alone: a
+        probe fitted to the pair. A tile's load is estimated as the runs it receives (a need box
+        is cut by the held pieces' boundaries, and a row of it is a run unless whole rows line
+        up) at the lead each, plus the payload of what it does not hold already."""
+        held, needs = self.held_of(*row[:2]), self.needs_of(row[2])
+        sizes = np.array([len(n.tiles) for n in needs])
+        tile = np.array([t for n in needs for t in n.tiles], dtype=np.int64)
+        need = np.repeat(np.arange(len(needs)), sizes)
+        lo = np.array([[r[0] for r in n.box] for n in needs], dtype=np.int64).reshape(-1, 3)
+        hi = np.array([[r[1] for r in n.box] for n in needs], dtype=np.int64).reshape(-1, 3)
+        order = np.argsort(held.tiles, kind="stable")
+        first = np.searchsorted(held.tiles[order], tile, "left")
+        count = np.searchsorted(held.tiles[order], tile, "right") - first
+        entry = np.repeat(np.arange(len(tile)), count)  # (need, tile) entry of each piece that tile holds
+        piece = order[np.repeat(first - np.cumsum(count) + count, count) + np.arange(count.sum())]
+        box = need[entry]
+        common = np.clip(np.minimum(held.hi[piece], hi[box]) - np.maximum(held.lo[piece], lo[box]), 0, None)
+        gets = np.prod(hi - lo, axis=1)[need] - np.bincount(entry, weights=common.prod(axis=1),
+                                                               minlength=len(tile))
+        cut = []  # per dimension: the held pieces' boundaries strictly inside each need box, plus one
+        for d in range(3):
+            edges = np.unique(np.concatenate([held.lo[:, d], held.hi[:, d]]))
+            inside = np.searchsorted(edges, hi[:, d], "left") - np.searchsorted(edges, lo[:, d], "right")
+            cut.append(inside + 1)
+        runs = cut[0] * (hi[:, 1] - lo[:, 1]) * cut[2]
+        lead = self.spec.exchange.rx_lead
+        load = lead * runs[need] * (gets > 0) + gets * self.wl.elem_bytes / self.spec.exchange.word_bytes
+        per_tile = np.bincount(tile, weights=load, minlength=self.spec.tiles)
+        chosen = set(np.argsort(-per_tile, kind="stable")[:tiles].tolist())
+        return [Need(tuple(t for t in n.tiles if t in chosen), n.box, n.addr, n.partial)
+                for n in needs if chosen.intersection(n.tiles)]
 
     def _pairs(self, cands: dict[str, list[Cand]], limit: float
                ) -> Iterator[tuple[str, str, str, float, int | None]]:
