@@ -23,7 +23,7 @@ BATCH = 8192  # held pieces x needs' lists priced in one pass: few for large lay
 # receiving tiles of the two probes a pair must pass before it is priced: the tiles that need the
 # most (chosen once per need layout: cheap, rules out most pairs), then those that receive the most
 # of this very move (most of the rest)
-PROBES = (2, 8)
+PROBES = (1, 8)
 
 
 class Moves:
