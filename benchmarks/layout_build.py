@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -34,11 +35,15 @@ def _timed(args: list[str], limit: float | None = None
     seconds and peak resident memory (MB)."""
     with tempfile.NamedTemporaryFile("r") as stats:
         t0 = time.perf_counter()
+        proc = subprocess.Popen(["/usr/bin/time", "-f", "%M", "-o", stats.name, *CLI, *args],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,
+                                env={**os.environ, "PYTHONPATH": str(ROOT)}, start_new_session=True)
         try:
-            r = subprocess.run(["/usr/bin/time", "-f", "%M", "-o", stats.name, *CLI, *args],
-                               capture_output=True, text=True, cwd=ROOT, timeout=limit,
-                               env={**os.environ, "PYTHONPATH": str(ROOT)})
-        except subprocess.TimeoutExpired:
+            out, err = proc.communicate(timeout=limit)
+            r = subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+        except subprocess.TimeoutExpired:  # the command and /usr/bin/time's child: not left running
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.communicate()
             r = None
         took = time.perf_counter() - t0
         lines = stats.read().strip().splitlines()

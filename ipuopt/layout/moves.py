@@ -128,7 +128,7 @@ class Moves:
         t0, looked = time.perf_counter(), False
         for t, o, part in cut:
             self.cat.check()
-            if left is not None and not looked and len(out) >= 64:
+            if left is not None and not looked and len(out) >= max(64, len(ids) // 20):  # past one-time costs
                 looked, room = True, left()
                 pace = (time.perf_counter() - t0) / len(out)
                 if room is not None and pace * (len(ids) - len(out)) > room:
