@@ -8,6 +8,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from ipuopt.errors import InputError
 from ipuopt.limits import MAX_BYTES, MAX_CYCLES, MAX_STEPS, MAX_TILES
 from ipuopt.result import Status
 
@@ -257,4 +258,6 @@ KINDS = tuple(_BUILDERS)
 
 def schema(kind: str) -> dict[str, Any]:
     """The JSON Schema of one file kind (a fresh copy: callers may change it)."""
+    if kind not in _BUILDERS:
+        raise InputError.one("", "kind", f"unknown file kind {kind!r} (known: {', '.join(KINDS)})")
     return copy.deepcopy(_BUILDERS[kind]())

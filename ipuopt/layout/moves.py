@@ -39,6 +39,8 @@ class Moves:
         self.pairs_priced = 0
         self.pairs_probed = 0
         self.probes: dict[tuple[str, int], list[Need]] = {}  # (need label, tiles) -> `probe_needs`
+        self.need_arrays: dict[str, tuple[np.ndarray, ...]] = {}  # `busiest`'s, per need label
+        self.held_index: dict[tuple[str, str], tuple] = {}  # `busiest`'s, per held layout
         self.largest: dict[str, int] = {}  # tensor -> most elements one tile holds (`refresh`)
         self.scheduled = 0
 
@@ -158,9 +160,7 @@ class Moves:
             most = max(volume.values(), default=0)
             busiest = sorted(t for t, v in volume.items() if v == most)
             chosen = set(busiest[:: max(1, -(-len(busiest) // tiles))])
-            self.probes[(need, tiles)] = [
-                Need(tuple(t for t in n.tiles if t in chosen), n.box, n.addr, n.partial)
-                for n in needs if chosen.intersection(n.tiles)]
+            self.probes[(need, tiles)] = _only(needs, chosen)
         return self.probes[(need, tiles)]
 
     def busiest(self, row: tuple, tiles: int) -> list[Need]:
@@ -169,32 +169,46 @@ class Moves:
         is cut by the held pieces' boundaries, and a row of it is a run unless whole rows line
         up) at the lead each, plus the payload of what it does not hold already."""
         held, needs = self.held_of(*row[:2]), self.needs_of(row[2])
-        sizes = np.array([len(n.tiles) for n in needs])
-        tile = np.array([t for n in needs for t in n.tiles], dtype=np.int64)
-        need = np.repeat(np.arange(len(needs)), sizes)
-        lo = np.array([[r[0] for r in n.box] for n in needs], dtype=np.int64).reshape(-1, 3)
-        hi = np.array([[r[1] for r in n.box] for n in needs], dtype=np.int64).reshape(-1, 3)
-        order = np.argsort(held.tiles, kind="stable")
-        first = np.searchsorted(held.tiles[order], tile, "left")
-        count = np.searchsorted(held.tiles[order], tile, "right") - first
+        tile, need, lo, hi = self._need_arrays(row[2])
+        order, sorted_tiles, edges = self._held_index(*row[:2])
+        first = np.searchsorted(sorted_tiles, tile, "left")
+        count = np.searchsorted(sorted_tiles, tile, "right") - first
         entry = np.repeat(np.arange(len(tile)), count)  # (need, tile) entry of each piece that tile holds
         piece = order[np.repeat(first - np.cumsum(count) + count, count) + np.arange(count.sum())]
         box = need[entry]
         common = np.clip(np.minimum(held.hi[piece], hi[box]) - np.maximum(held.lo[piece], lo[box]), 0, None)
         gets = np.prod(hi - lo, axis=1)[need] - np.bincount(entry, weights=common.prod(axis=1),
                                                                minlength=len(tile))
-        cut = []  # per dimension: the held pieces' boundaries strictly inside each need box, plus one
-        for d in range(3):
-            edges = np.unique(np.concatenate([held.lo[:, d], held.hi[:, d]]))
-            inside = np.searchsorted(edges, hi[:, d], "left") - np.searchsorted(edges, lo[:, d], "right")
-            cut.append(inside + 1)
+        # per dimension: the held pieces' boundaries strictly inside each need box, plus one
+        cut = [np.searchsorted(e, hi[:, d], "left") - np.searchsorted(e, lo[:, d], "right") + 1
+               for d, e in enumerate(edges)]
         runs = cut[0] * (hi[:, 1] - lo[:, 1]) * cut[2]
         lead = self.spec.exchange.rx_lead
         load = lead * runs[need] * (gets > 0) + gets * self.wl.elem_bytes / self.spec.exchange.word_bytes
         per_tile = np.bincount(tile, weights=load, minlength=self.spec.tiles)
-        chosen = set(np.argsort(-per_tile, kind="stable")[:tiles].tolist())
-        return [Need(tuple(t for t in n.tiles if t in chosen), n.box, n.addr, n.partial)
-                for n in needs if chosen.intersection(n.tiles)]
+        return _only(needs, set(np.argsort(-per_tile, kind="stable")[:tiles].tolist()))
+
+    def _need_arrays(self, need: str) -> tuple[np.ndarray, ...]:
+        """(tile, need index, lo, hi) of each (need box, tile) entry of need label `need`."""
+        if need not in self.need_arrays:
+            needs = self.needs_of(need)
+            self.need_arrays[need] = (
+                np.array([t for n in needs for t in n.tiles], dtype=np.int64),
+                np.repeat(np.arange(len(needs)), [len(n.tiles) for n in needs]),
+                np.array([[r[0] for r in n.box] for n in needs], dtype=np.int64).reshape(-1, 3),
+                np.array([[r[1] for r in n.box] for n in needs], dtype=np.int64).reshape(-1, 3))
+        return self.need_arrays[need]
+
+    def _held_index(self, tensor: str, label: str) -> tuple[np.ndarray, np.ndarray, list[np.ndarray]]:
+        """The held layout's pieces ordered by tile, their tiles so ordered, and per dimension
+        the pieces' distinct boundaries."""
+        key = (tensor, label)
+        if key not in self.held_index:
+            held = self.held_of(tensor, label)
+            order = np.argsort(held.tiles, kind="stable")
+            self.held_index[key] = (order, held.tiles[order], [
+                np.unique(np.concatenate([held.lo[:, d], held.hi[:, d]])) for d in range(3)])
+        return self.held_index[key]
 
     def _pairs(self, cands: dict[str, list[Cand]], limit: float
                ) -> Iterator[tuple[str, str, str, float, int | None]]:
@@ -262,3 +276,9 @@ class Moves:
             if (i + 1) % 50 == 0:
                 self.cat.say(f"{i + 1} of {len(rows)} redistributions scheduled")
         self.scheduled = self.pricer.phases
+
+
+def _only(needs: list[Need], tiles: set[int]) -> list[Need]:
+    """`needs` as received by `tiles` alone (a probe)."""
+    return [Need(tuple(t for t in n.tiles if t in tiles), n.box, n.addr, n.partial)
+            for n in needs if tiles.intersection(n.tiles)]

@@ -284,7 +284,7 @@ def output_held(wl: Workload, op: Operator, c: Candidate) -> Held:
     batch = np.array(bsplit).reshape(-1, 2)
     g, r, col, i, j = np.indices((len(batch), len(msplit), len(nsplit), sub_a, sub_b)).reshape(5, -1)
     owner = i * sub_b + j
-    tiles = ((g * lay.parts + owner) * lay.rows + r) * lay.cols + col  # `grid_tile`
+    tiles = grid_tile(lay, g, r, col, owner)
     box = [batch[g], rows[r, i], cols[col, j]]
     if op.out.transpose:
         box[1], box[2] = box[2], box[1]
