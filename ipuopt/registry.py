@@ -20,11 +20,23 @@ from dataclasses import dataclass
 from typing import Any
 
 from ipuopt.errors import InputError, Problem
-from ipuopt.exchange.greedy import FLAGS
 from ipuopt.params import DEFAULT_TIME_LIMIT, SolveParams
 
-PROBLEMS = ("exchange", "arena", "layout")
-KINDS = ("exact", "heuristic", "portfolio")
+# Habits of the reference compiler's scheduler, options of the exchange greedy (`--param NAME=true`)
+# to measure what each costs; never on by default, and their schedules meet every rule of the model.
+HABITS = {
+    "release_after_receives": "a send starts only once every receive already placed at each "
+                              "of its destination tiles has completed (the previous payload "
+                              "has landed: a route-latency bubble on the receive lane)",
+    "paired_reserves_partner": "a paired send holds its partner's receive lane as well as its "
+                               "transmit lane",
+    "pair_whenever_possible": "every transfer that may be paired is (no choice of width by "
+                              "completion)",
+}
+# Options of the greedy that are true or false: the habits, and `quick` (one rule on phases
+# above greedy.QUICK_UP_TO transfers even with a time limit: replays that compare plans or placements
+# need each schedule fast and made the same way more than a few percent better).
+FLAGS = {**HABITS, "quick": "the first rule alone on phases above 5,000 transfers, time limit or not"}
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Generic, Protocol, TypeVar
 
+from ipuopt.display import html
+
 
 class Status(StrEnum):
     """What a solver achieved. A StrEnum, so it prints and serialises as its value."""
@@ -84,14 +86,14 @@ class Result(Generic[T]):
         return self.bound
 
     def __repr__(self) -> str:  # short: the generated one would print every transfer
-        from ipuopt.render.notebook import result_text
+        gap = f", gap {self.gap:.1%}" if self.gap is not None else ""
+        sol = self.solution
+        shown = f"; {sol!r}" if sol is not None and type(sol).__repr__ is not object.__repr__ else ""
+        return f"Result({self.solver} {self.status}: value {self.value}, bound {self.bound}{gap}, " \
+               f"{self.runtime:.2f} s{shown})"
 
-        return result_text(self)
-
-    def _repr_html_(self) -> str:
-        from ipuopt.render.notebook import result_html
-
-        return result_html(self)
+    def _repr_html_(self) -> str | None:
+        return html("result", self)
 
     def to_dict(self) -> dict[str, Any]:
         own = self.solution.to_dict() if self.solution is not None else {}  # type: ignore[attr-defined]

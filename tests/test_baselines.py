@@ -6,12 +6,13 @@ from __future__ import annotations
 import pytest
 from conftest import run_cli
 
-from ipuopt.exchange.greedy import HABITS, greedy_schedule
+from ipuopt.exchange.greedy import greedy_schedule
 from ipuopt.exchange.instance import horizon_of
 from ipuopt.exchange.schedule import Schedule
 from ipuopt.exchange.solve import solve
 from ipuopt.exchange.timing import PAIRED, phase_timings
 from ipuopt.exchange.validate import validate
+from ipuopt.registry import HABITS
 from ipuopt.spec import load_spec
 from ipuopt.workloads.phases import generate
 from ipuopt.workloads.workload import load_workload

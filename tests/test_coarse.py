@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from ipuopt.exchange.auto import solve_auto
 from ipuopt.exchange.coarse import block_timing, blocks, solve_coarse, unrolled
 from ipuopt.exchange.greedy import best_greedy
 from ipuopt.exchange.instance import Instance
@@ -58,7 +59,8 @@ def test_coarse_beats_the_fragment_greedy_and_keeps_the_phase_bound(phases) -> N
     phase = next(p for p in found if p.name == "gemm2-reduction")
     inst = Instance(phase, spec, bound=7)
     hint = best_greedy(inst)[:2]
-    r = solve_coarse(inst, hint, SolveParams.of({"time_limit": 10, "workers": 1, "seed": 0}))
+    r = solve_coarse(inst, hint, SolveParams.of({"time_limit": 10, "workers": 1, "seed": 0}),
+                    inner=solve_auto)
     assert r.status == Status.FEASIBLE and r.solver.startswith("coarse/")
     assert r.value < inst.horizon(hint) and r.bound == 7
     assert _valid(phase, spec, r.solution) == r.value
@@ -70,5 +72,5 @@ def test_coarse_leaves_phases_without_fragments_alone() -> None:
     phase = generate(load_workload("mini-mlp"), spec, grain="box").phases[-1].phase
     inst = Instance(phase, spec)
     hint = best_greedy(inst)[:2]
-    r = solve_coarse(inst, hint, SolveParams.of({"time_limit": 5}))
+    r = solve_coarse(inst, hint, SolveParams.of({"time_limit": 5}), inner=solve_auto)
     assert r.status == Status.FALLBACK and r.solution == hint

@@ -14,6 +14,7 @@ from ipuopt.arena.greedy import best_greedy, shift_baseline
 from ipuopt.arena.problem import OBJECTIVES, Arena
 from ipuopt.arena.search import search_fit
 from ipuopt.arena.validate import validate_placement
+from ipuopt.display import count, html
 from ipuopt.errors import InputError
 from ipuopt.params import Progress, SolveParams, run_interruptible
 from ipuopt.registry import method
@@ -31,14 +32,12 @@ class Placement:
     peak: int | None = None
 
     def __repr__(self) -> str:
-        from ipuopt.render.notebook import placement_text
+        placed = count(len(self.offsets or {}), "buffer")
+        return f"Placement(arena {self.arena.name!r}: {placed} placed, objective {self.objective}, " \
+               f"peak {self.peak})"
 
-        return placement_text(self)
-
-    def _repr_html_(self) -> str:
-        from ipuopt.render.notebook import placement_html
-
-        return placement_html(self)
+    def _repr_html_(self) -> str | None:
+        return html("placement", self)
 
     def to_dict(self) -> dict[str, Any]:
         a = self.arena

@@ -19,18 +19,18 @@ than the greedy; the solver named is the method that made the schedule returned.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 
+from ipuopt.exchange.coarse import fragmented
 from ipuopt.exchange.greedy import greedy_schedule, timed_cost
-from ipuopt.exchange.instance import Instance, Solution
+from ipuopt.exchange.instance import Instance, Method, Solution
 from ipuopt.params import Progress, SolveParams, Stopped
 from ipuopt.result import Result, Status
 
 CPSAT_UP_TO = 300  # transfers: CP-SAT's whole model still proves or nearly proves these
 TIMED_FROM = 30.0  # seconds of time limit from which the non-delay greedy is tried first
 PAIRED_CREDITS = (0.25, 1.0, 0.0)  # its width policies, the most often best first
-Method = Callable[[Instance, Solution, SolveParams, Progress | None], Result]
 
 
 @dataclass(frozen=True)
@@ -46,8 +46,8 @@ class Stage:
             return _non_delay
         from ipuopt.exchange import coarse, colour, cpsat, iterated, justify, lns, periodic
 
-        return {"cpsat": cpsat.solve_cpsat, "coarse": coarse.solve_coarse, "colour": colour.solve_colour,
-                "periodic": periodic.solve_periodic,
+        return {"cpsat": cpsat.solve_cpsat, "coarse": partial(coarse.solve_coarse, inner=solve_auto),
+                "colour": colour.solve_colour, "periodic": periodic.solve_periodic,
                 "justify": justify.solve_justify, "iterated": iterated.solve_iterated,
                 "lns": lns.solve_lns}[self.name]
 
@@ -59,8 +59,6 @@ LARGE = (Stage("time", 0.4), Stage("coarse", 0.6), Stage("colour", 0.2), Stage("
 
 def pipeline(inst: Instance, limit: float) -> tuple[Stage, ...]:
     """The stages auto runs on `inst` with `limit` seconds."""
-    from ipuopt.exchange.coarse import fragmented
-
     if len(inst.timings) <= CPSAT_UP_TO:
         return SMALL
     stages = LARGE if fragmented(inst.timings) else tuple(s for s in LARGE if s.name != "coarse")

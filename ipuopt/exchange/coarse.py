@@ -16,7 +16,8 @@ from __future__ import annotations
 import time
 from collections import defaultdict
 
-from ipuopt.exchange.instance import Instance, Solution
+from ipuopt.exchange.greedy import best_greedy
+from ipuopt.exchange.instance import Instance, Method, Solution
 from ipuopt.exchange.phase import Transfer
 from ipuopt.exchange.timing import Timing
 from ipuopt.params import Progress, SolveParams, Stopped
@@ -95,14 +96,11 @@ def unrolled(timings: list[Timing], groups: list[list[int]], coarse: list[Timing
     return out_s, out_w
 
 
-def solve_coarse(inst: Instance, hint: Solution, params: SolveParams,
-                 progress: Progress | None = None) -> Result:
-    """`auto` on the blocks within the time limit, unrolled; the hint when it is no better
-    or the phase has too few fragments per block. The bound stays the phase's own: a
-    bound of the blocks holds for schedules of blocks only."""
-    from ipuopt.exchange.auto import solve_auto
-    from ipuopt.exchange.greedy import best_greedy
-
+def solve_coarse(inst: Instance, hint: Solution, params: SolveParams, progress: Progress | None = None,
+                 *, inner: Method) -> Result:
+    """`inner` (auto's pipeline, as auto calls it) on the blocks within the time limit,
+    unrolled; the hint when it is no better or the phase has too few fragments per block.
+    The bound stays the phase's own: a bound of the blocks holds for schedules of blocks only."""
     spec, timings = inst.spec, inst.timings
     hinted = inst.horizon(hint)
     boxes = _boxes(timings)
@@ -122,7 +120,7 @@ def solve_coarse(inst: Instance, hint: Solution, params: SolveParams,
         return Result(Status.FALLBACK, hint, hinted, inst.bound, solver="coarse",
                       extras={"reason": "stopped"})
     left = max(0.0, limit - (time.perf_counter() - t0))
-    found = solve_auto(cinst, start, params.with_(time_limit=left), progress)
+    found = inner(cinst, start, params.with_(time_limit=left), progress)
     solution = unrolled(timings, groups, coarse, found.solution or start, spec)
     value = inst.horizon(solution)
     extras = {"blocks": len(coarse), "block_horizon": found.value}

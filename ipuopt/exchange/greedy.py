@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import heapq
 import time
-from bisect import bisect_right
 from collections import defaultdict
 from collections.abc import Callable
 from functools import partial
@@ -18,6 +17,7 @@ import numpy as np
 
 from ipuopt.exchange import packed
 from ipuopt.exchange.instance import Instance, horizon_of, successors, topological_by
+from ipuopt.exchange.lanes import Lanes, earliest
 from ipuopt.exchange.phase import Phase
 from ipuopt.exchange.timing import ORDINARY, PAIRED, Timing, phase_timings
 from ipuopt.params import Stop, Stopped
@@ -31,62 +31,6 @@ QUICK_RULES = RULES[:5]  # "time" re-places transfers as lanes fill: slower on w
 # "rotate" (sends in waves, as a round-robin all-to-all) best on some reductions (-10%).
 QUICK_UP_TO = 5000
 LARGE_RULES = ("longest", "load", "input", "reverse", "rotate")
-# Habits of the reference compiler's scheduler, to measure what each costs (`--param NAME=true`
-# with the greedy); never on by default, and their schedules meet every rule of the model.
-HABITS = {
-    "release_after_receives": "a send starts only once every receive already placed at each "
-                              "of its destination tiles has completed (the previous payload "
-                              "has landed: a route-latency bubble on the receive lane)",
-    "paired_reserves_partner": "a paired send holds its partner's receive lane as well as its "
-                               "transmit lane",
-    "pair_whenever_possible": "every transfer that may be paired is (no choice of width by "
-                              "completion)",
-}
-# Options of the greedy that are true or false: the habits, and `quick` (one rule on phases
-# above QUICK_UP_TO transfers even with a time limit: replays that compare plans or placements
-# need each schedule fast and made the same way more than a few percent better).
-FLAGS = {**HABITS, "quick": "the first rule alone on phases above 5,000 transfers, time limit or not"}
-
-
-class IntervalSet:
-    """Sorted, pairwise-disjoint half-open intervals with earliest-conflict lookup."""
-
-    __slots__ = ("starts", "ends")
-
-    def __init__(self) -> None:
-        self.starts: list[int] = []
-        self.ends: list[int] = []
-
-    def earliest_fit(self, s: int, length: int, margin: int = 0) -> int:
-        """Smallest p >= s with [p - margin, p + length + margin) free of every interval."""
-        starts, ends = self.starts, self.ends
-        lo = s - margin
-        i = bisect_right(starts, lo) - 1
-        if i < 0 or ends[i] <= lo:
-            i += 1
-        span = length + 2 * margin
-        n = len(starts)
-        while i < n and starts[i] < lo + span:
-            lo = ends[i]
-            i += 1
-        return lo + margin
-
-    def add(self, s: int, e: int) -> None:
-        """Add [s, e), merged with any interval it overlaps or touches: the free space is the
-        same, and back-to-back transfers leave one interval for `earliest_fit` to step over."""
-        starts, ends = self.starts, self.ends
-        i = bisect_right(starts, s) - 1
-        if i >= 0 and ends[i] >= s:
-            s = starts[i]
-            e = max(e, ends[i])
-        else:
-            i += 1
-        j = i
-        while j < len(starts) and starts[j] <= e:
-            e = max(e, ends[j])
-            j += 1
-        starts[i:j] = [s]
-        ends[i:j] = [e]
 
 
 def _priority_order(timings: list[Timing], spec: Spec, rule: str) -> list[int]:
@@ -145,71 +89,6 @@ def _waves(timings: list[Timing], tiles: int) -> list[int]:
     return wave
 
 
-Key = tuple  # an interval set: ("tx" | "rx", tile), ("fmt", width, tile), ("rd" | "wr", element)
-
-
-def _uses(tm: Timing, width: str, spec: Spec, partner_rx: bool = False,
-          ) -> tuple[list[tuple[Key, int, int, int]], list[tuple[Key, int, int]]]:
-    """What the transfer at `width` must fit, (interval set, offset, length, margin), and what
-    it then holds, (interval set, offset, length): the model's rules as interval sets, shared
-    by the Python greedy and the packed arrays of the compiled one. `partner_rx`: the habit
-    `paired_reserves_partner`."""
-    fs = spec.exchange.format_switch
-    other = PAIRED if width == ORDINARY else ORDINARY
-    checks: list[tuple[Key, int, int, int]] = []
-    holds: list[tuple[Key, int, int]] = []
-    for occ in tm.occupancies(width, spec):
-        k, o, n = occ.key, occ.offset, occ.length
-        if occ.kind == "tx":
-            keys = [("tx", k[0])]
-            if partner_rx and k[0] == tm.partner and width == PAIRED:
-                keys.append(("rx", k[0]))
-            checks += [(key, o, n, 0) for key in keys]
-            holds += [(key, o, n) for key in keys]
-        elif occ.kind == "rx":
-            checks.append((("rx", k[0]), o, n, 0))
-            if fs:
-                checks.append((("fmt", other, k[0]), o, n, fs))
-            holds += [(("rx", k[0]), o, n), (("fmt", width, k[0]), o, n)]
-        elif occ.kind == "rd":
-            checks.append((("wr", k), o, n, 0))
-            holds.append((("rd", k), o, n))
-        else:
-            checks.append((("rd", k), o, n, 0))
-            holds.append((("wr", k), o, n))
-    return checks, holds
-
-
-class _Lanes:
-    """The resource state of a partial schedule."""
-
-    def __init__(self, spec: Spec, partner_rx: bool = False) -> None:
-        self.spec = spec
-        self.partner_rx = partner_rx
-        self.sets: dict[Key, IntervalSet] = defaultdict(IntervalSet)
-
-    def checks(self, tm: Timing, width: str) -> list[tuple[IntervalSet, int, int, int]]:
-        """(interval set, offset, length, margin) for each constraint the transfer must meet."""
-        return [(self.sets[k], o, n, m) for k, o, n, m in _uses(tm, width, self.spec, self.partner_rx)[0]]
-
-    def commit(self, tm: Timing, width: str, start: int) -> None:
-        for k, o, n in _uses(tm, width, self.spec, self.partner_rx)[1]:
-            self.sets[k].add(start + o, start + o + n)
-
-
-def _earliest(checks: list[tuple[IntervalSet, int, int, int]], lower: int) -> int:
-    """The earliest start >= lower that every check admits (a fixpoint over the lanes)."""
-    start = lower
-    moved = True
-    while moved:
-        moved = False
-        for lane, off, length, margin in checks:
-            fit = lane.earliest_fit(start + off, length, margin) - off
-            if fit > start:
-                start = fit
-                moved = True
-    return start
-
 
 def greedy_schedule(phase: Phase, spec: Spec, rule: str = "load",
                     timings: list[Timing] | None = None, borrow_aware: bool = False,
@@ -244,7 +123,7 @@ def greedy_schedule(phase: Phase, spec: Spec, rule: str = "load",
     pending: dict[int, int] = defaultdict(int)
     for tm in timings:
         pending[tm.transfer.src] += 1
-    lanes = _Lanes(spec, "paired_reserves_partner" in habits)
+    lanes = Lanes(spec, "paired_reserves_partner" in habits)
     received: dict[int, int] | None = {} if "release_after_receives" in habits else None
     always_pair = "pair_whenever_possible" in habits
     finish: dict[str, int] = {}
@@ -259,7 +138,7 @@ def greedy_schedule(phase: Phase, spec: Spec, rule: str = "load",
             lower = max(lower, max(received.get(d, 0) for d in tm.transfer.dst))
         best: tuple[int, int, str] | None = None
         for w in (PAIRED,) if always_pair and PAIRED in tm.widths else tm.widths:
-            s = _earliest(lanes.checks(tm, w), lower)
+            s = earliest(lanes.checks(tm, w), lower)
             cost = s + tm.end_offset(w)
             if borrow_aware and w == PAIRED and pending[tm.partner]:
                 cost += spec.exchange.tx_overhead + tm.duration[w]

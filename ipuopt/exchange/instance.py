@@ -8,11 +8,14 @@ simulator do not: they recompute the rules from the phase, so a bug here cannot 
 from __future__ import annotations
 
 import heapq
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
 
 from ipuopt.exchange.phase import Phase
 from ipuopt.exchange.timing import Timing, phase_timings
+from ipuopt.params import Progress, SolveParams
+from ipuopt.result import Result
 from ipuopt.spec import Spec
 
 Solution = tuple[dict[str, int], dict[str, str]]  # (start, width) per transfer id
@@ -41,6 +44,11 @@ class Instance:
     def horizon(self, solution: Solution) -> int:
         """The cycle at which the last transfer's last receive completes."""
         return horizon_of(self.timings, *solution)
+
+
+# How every exchange method is called: from a schedule (the greedy's, or the best so far) to
+# a result never worse than it.
+Method = Callable[[Instance, Solution, SolveParams, Progress | None], Result]
 
 
 def horizon_of(timings: list[Timing], starts: dict[str, int], widths: dict[str, str]) -> int:

@@ -1,6 +1,6 @@
 """The list greedy's checks as flat arrays, for its compiled engine (`_lists.c`).
 
-The rules stay in `greedy._uses`; packing turns them into integer arrays once per phase,
+The rules stay in `lanes.uses`; packing turns them into integer arrays once per phase,
 so that a pass of the greedy over a fragment-level phase takes a fraction of a second in C
 instead of seconds in Python (random-60000: about 0.3 s against 8 s), and many passes fit
 in a time limit (`justify`). The same arrays mirrored in time (`Packed.mirrored`) schedule
@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ipuopt.exchange.instance import successors
+from ipuopt.exchange.lanes import IntervalSet, earliest, uses
 from ipuopt.exchange.timing import ORDINARY, PAIRED, Timing
 from ipuopt.spec import Spec
 
@@ -113,8 +114,6 @@ def packed(timings: list[Timing], spec: Spec, habits: frozenset[str] = frozenset
 
 def _pack(timings: list[Timing], spec: Spec, habits: frozenset[str], check: Callable[[], None] | None,
           ) -> Packed:
-    from ipuopt.exchange.greedy import _uses
-
     partner_rx = "paired_reserves_partner" in habits
     always_pair = "pair_whenever_possible" in habits
     ex = spec.exchange
@@ -138,7 +137,7 @@ def _pack(timings: list[Timing], spec: Spec, habits: frozenset[str], check: Call
         for k in range(2):
             if k < len(ws):
                 w = ws[k]
-                checks, holds = _uses(tm, w, spec, partner_rx)
+                checks, holds = uses(tm, w, spec, partner_rx)
                 for key, o, n, m in checks:
                     col["ck_set"].append(sets.setdefault(key, len(sets)))
                     col["ck_off"].append(o)
@@ -173,8 +172,6 @@ def _place_python(arrays: tuple[np.ndarray, ...], nsets: int, ntiles: int, keys:
     reference the compiled one is tested against, mirrored arrays included)."""
     import heapq
 
-    from ipuopt.exchange.greedy import IntervalSet, _earliest
-
     a = {f: v.tolist() for f, v in zip(FIELDS, arrays, strict=True)}
     sets = [IntervalSet() for _ in range(nsets)]
     n = len(a["nw"])
@@ -193,7 +190,7 @@ def _place_python(arrays: tuple[np.ndarray, ...], nsets: int, ntiles: int, keys:
         for k in range(a["nw"][i]):
             o = 2 * i + k
             span = range(a["ck_ptr"][o], a["ck_ptr"][o + 1])
-            s = _earliest([(sets[a["ck_set"][c]], a["ck_off"][c], a["ck_len"][c], a["ck_margin"][c])
+            s = earliest([(sets[a["ck_set"][c]], a["ck_off"][c], a["ck_len"][c], a["ck_margin"][c])
                            for c in span], lower)
             cost = float(s + a["end"][o])
             if borrow_aware and a["paired"][o] and a["partner"][i] >= 0 and pending[a["partner"][i]]:

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ipuopt.display import count, html
 from ipuopt.errors import InputError, Problem
 from ipuopt.io import read_document
 from ipuopt.limits import MAX_CYCLES, too_big
@@ -32,14 +33,11 @@ class Schedule:
     drawn_on: tuple[Any, Any] | None = field(default=None, repr=False, compare=False)
 
     def __repr__(self) -> str:
-        from ipuopt.render.notebook import schedule_text
+        transfers = count(len(self.starts), "transfer")
+        return f"Schedule(phase {self.phase!r}: {transfers}, horizon {self.horizon})"
 
-        return schedule_text(self)
-
-    def _repr_html_(self) -> str:
-        from ipuopt.render.notebook import schedule_html
-
-        return schedule_html(self)
+    def _repr_html_(self) -> str | None:
+        return html("schedule", self)
 
     def to_dict(self) -> dict[str, Any]:
         return {"phase": self.phase, "spec": self.spec, "horizon": self.horizon,

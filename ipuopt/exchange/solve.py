@@ -6,13 +6,13 @@ import time
 from typing import Any
 
 from ipuopt.exchange.bounds import all_bounds, best_bound
-from ipuopt.exchange.greedy import HABITS, best_greedy
+from ipuopt.exchange.greedy import best_greedy
 from ipuopt.exchange.instance import Instance
 from ipuopt.exchange.phase import Phase
 from ipuopt.exchange.schedule import Schedule
 from ipuopt.exchange.validate import validate
 from ipuopt.params import Interrupted, Progress, SolveParams, run_interruptible
-from ipuopt.registry import method
+from ipuopt.registry import HABITS, method
 from ipuopt.result import Result, Status
 from ipuopt.spec import Spec
 

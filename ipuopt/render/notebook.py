@@ -6,6 +6,7 @@ from __future__ import annotations
 import html
 from typing import Any
 
+from ipuopt.display import count, draws
 from ipuopt.render.page import page
 from ipuopt.render.views import arena_boxes, phase_view, program_view
 
@@ -51,11 +52,6 @@ def schedule_rows(schedule: Any) -> list[tuple[str, Any]]:
             ("paired", sum(w == "paired" for w in schedule.widths.values())), ("horizon", schedule.horizon)]
 
 
-def schedule_text(schedule: Any) -> str:
-    return f"Schedule(phase {schedule.phase!r}: {_count(len(schedule.starts), 'transfer')}, " \
-           f"horizon {schedule.horizon})"
-
-
 def schedule_html(schedule: Any, bound: int | None = None, head: str = "") -> str:
     picture = schedule_page(schedule, bound)
     note = "" if picture else "<p>(no picture: read from a file, it does not know its phase; <code>" \
@@ -70,12 +66,6 @@ def placement_page(placement: Any) -> str | None:
     if not placement.offsets:
         return None
     return page(arena_boxes(placement.arena, placement.offsets), "arena.js")
-
-
-def placement_text(placement: Any) -> str:
-    placed = len(placement.offsets or {})
-    return f"Placement(arena {placement.arena.name!r}: {_count(placed, 'buffer')} placed, " \
-           f"objective {placement.objective}, peak {placement.peak})"
 
 
 def placement_html(placement: Any, head: str = "") -> str:
@@ -93,7 +83,7 @@ def run_text(run: dict[str, Any]) -> str:
     bound = f", bound {run['lower_bound']}" if run.get("lower_bound") is not None else ""
     over = f", over every plan {run['program_bound']}" if run.get("program_bound") is not None else ""
     return f"ProgramRun({run['workload']!r} on {run['spec']}: {run['total_cycles']} cycles, " \
-           f"{_count(len(run['boundaries']), 'exchange phase')}{bound}{over})"
+           f"{count(len(run['boundaries']), 'exchange phase')}{bound}{over})"
 
 
 def run_html(run: dict[str, Any]) -> str:
@@ -129,14 +119,6 @@ def result_rows(result: Any) -> list[tuple[str, Any]]:
             ("reason", result.reason)]
 
 
-def result_text(result: Any) -> str:
-    gap = f", gap {result.gap:.1%}" if result.gap is not None else ""
-    sol = result.solution
-    shown = f"; {sol!r}" if sol is not None and type(sol).__repr__ is not object.__repr__ else ""
-    return f"Result({result.solver} {result.status}: value {result.value}, bound {result.bound}{gap}, " \
-           f"{result.runtime:.2f} s{shown})"
-
-
 def result_html(result: Any) -> str:
     head = table("Result", result_rows(result))
     sol = result.solution
@@ -152,5 +134,6 @@ def result_html(result: Any) -> str:
     return head + table(type(sol).__name__, rows + [(op, pick) for op, pick in choice.items()])
 
 
-def _count(n: int, noun: str) -> str:
-    return f"{n:,} {noun}" + ("" if n == 1 else "s")
+draws("result", result_html)
+draws("schedule", schedule_html)
+draws("placement", placement_html)
