@@ -26,7 +26,7 @@ from dataclasses import replace
 import numpy as np
 
 from ipuopt.exchange.bounds import receive_lane_bounds
-from ipuopt.exchange.greedy import _priority_order
+from ipuopt.exchange.greedy import priority_order
 from ipuopt.exchange.instance import Instance
 from ipuopt.exchange.justify import one_pass
 from ipuopt.exchange.packed import Packed, packed
@@ -50,7 +50,7 @@ def rule_keys(inst: Instance, rule: str) -> np.ndarray:
     if rule == "random":
         return np.random.default_rng(0).random(n)
     keys = np.empty(n)
-    keys[_priority_order(inst.timings, inst.spec, rule)] = np.arange(n)
+    keys[priority_order(inst.timings, inst.spec, rule)] = np.arange(n)
     return keys
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import json
 
 import pytest
 from conftest import HAND_SPEC, run_cli
@@ -130,3 +131,13 @@ def test_bad_solver_and_profile(spec_file, write_yaml) -> None:
     assert r.returncode == 2 and "unknown solver profile" in r.stderr
     r = run_cli("solve", str(phase), "--solver", "cpsat", "--param", "no_such_param=1")
     assert r.returncode == 2 and "not a CP-SAT parameter" in r.stderr
+
+
+def test_every_option_a_stage_of_auto_reads_is_taken_through_auto(spec_file, write_yaml) -> None:
+    """One place says which options a method reads (the registry): `passes` is justify's, a stage
+    of auto, and a CP-SAT parameter reaches the CP-SAT stages alongside it."""
+    phase = write_yaml("p.yaml", {"spec": str(spec_file), "transfers": [GOOD]})
+    r = run_cli("solve", str(phase), "--solver", "auto", "--time-limit", "2", "--param", "passes=3",
+                "--param", "num_search_workers=1", "--json")
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["status"] == "optimal"

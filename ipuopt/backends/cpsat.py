@@ -13,8 +13,6 @@ from ipuopt.result import Status
 
 STATUS = {cp_model.OPTIMAL: Status.OPTIMAL, cp_model.FEASIBLE: Status.FEASIBLE,
           cp_model.INFEASIBLE: Status.INFEASIBLE}
-# Options meant for other backends that a profile or a race may carry along.
-_NOT_CPSAT = ("milp_solver", "solver", "msg", "rounds", "free", "sub_time_limit", "prove_split")
 HALT_EVERY = 0.05  # seconds between the repeated stop requests of one asked search
 HALT_TRIES = 100  # a search that has not begun 5 s after the request sees it at its start
 
@@ -48,7 +46,8 @@ def new_solver(params: SolveParams, time_limit: float | None = None, wall_clock:
                ) -> cp_model.CpSolver:
     """A solver set up from `params` (`time_limit` overrides theirs) that stops when the user
     asks, and by the command's wall-clock deadline. Any CP-SAT parameter passes through by its
-    own name. One worker plus a seed makes the search deterministic; the time limit is then
+    own name; the other options are the methods' own, each checked by `registry.check_options`
+    before any work. One worker plus a seed makes the search deterministic; the time limit is then
     deterministic time too, so a rerun stops at the same point, unless `wall_clock` holds it
     to real seconds or the deadline comes first (then `stop.wall_cut` says so)."""
     solver = cp_model.CpSolver()
@@ -69,10 +68,8 @@ def new_solver(params: SolveParams, time_limit: float | None = None, wall_clock:
     if left is not None:
         sp.max_time_in_seconds = min(sp.max_time_in_seconds, left)
     for key, value in params.options.items():
-        if key in _NOT_CPSAT:
-            continue
         if not hasattr(sp, key):
-            raise InputError.one("", f"params.{key}", "not a CP-SAT parameter")
+            continue
         try:
             setattr(sp, key, value)
         except (TypeError, ValueError):  # pybind's message lists every overload: say what it wants

@@ -33,7 +33,7 @@ QUICK_UP_TO = 5000
 LARGE_RULES = ("longest", "load", "input", "reverse", "rotate")
 
 
-def _priority_order(timings: list[Timing], spec: Spec, rule: str) -> list[int]:
+def priority_order(timings: list[Timing], spec: Spec, rule: str) -> list[int]:
     """A topological order of transfers; among ready ones the rule's priority decides."""
     ex = spec.exchange
     n = len(timings)
@@ -116,7 +116,7 @@ def greedy_schedule(phase: Phase, spec: Spec, rule: str = "load",
     if (compiled and packed.compiled() and (rule != "time" or order is not None)
             and "release_after_receives" not in habits):
         pk = packed.packed(timings, spec, habits, check)
-        order = order if order is not None else _priority_order(timings, spec, rule)
+        order = order if order is not None else priority_order(timings, spec, rule)
         keys = np.empty(len(timings))
         keys[order] = np.arange(len(order))
         return pk.solution(*pk.place(keys, borrow_aware, paired_credit, check), timings)
@@ -163,7 +163,7 @@ def greedy_schedule(phase: Phase, spec: Spec, rule: str = "load",
     if rule == "time" and order is None:
         _by_start(timings, spec, place, commit, bias, window, check)
     else:
-        for i in order if order is not None else _priority_order(timings, spec, rule):
+        for i in order if order is not None else priority_order(timings, spec, rule):
             commit(i, *place(i))
     return starts, widths
 
