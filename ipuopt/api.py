@@ -25,7 +25,7 @@ from ipuopt.exchange.instance import Instance
 from ipuopt.exchange.phase import Phase, Transfer, checked_phase, phase_from_dict
 from ipuopt.exchange.phase import load_phase as _load_phase
 from ipuopt.exchange.schedule import Schedule, load_schedule, schedule_from_dict
-from ipuopt.exchange.simulate import Simulation
+from ipuopt.exchange.simulate import Simulation, load_arrivals
 from ipuopt.exchange.simulate import simulate as _simulate
 from ipuopt.exchange.solve import solve as _solve
 from ipuopt.exchange.validate import Report
@@ -41,8 +41,8 @@ from ipuopt.render.views import arena_boxes, phase_view, program_view
 from ipuopt.result import Bound, Result, Status
 from ipuopt.spec import Spec, load_spec
 from ipuopt.workloads.fragments import parse_grain
-from ipuopt.workloads.gemm import GemmLayout
 from ipuopt.workloads.phases import generate as _generate
+from ipuopt.workloads.plans import parse_layouts, plan_layouts
 from ipuopt.workloads.program import run_program
 from ipuopt.workloads.records import Generation
 from ipuopt.workloads.workload import Workload, load_workload
@@ -141,10 +141,12 @@ def _schedule(schedule: ScheduleLike) -> Schedule:
 
 
 def simulate(phase: PhaseLike, spec: Spec | str | None, schedule: ScheduleLike,
-             arrivals: dict[int, int] | None = None) -> Simulation:
-    """Replay a schedule event by event; `arrivals` maps tile -> barrier arrival cycle.
-    `.ok`, `.breach`, `.horizon`, `.chain`, `.to_dict()` (every barrier metric)."""
-    return _simulate(*load_phase(phase, spec), _schedule(schedule), arrivals)
+             arrivals: dict[int, int] | str | Path | None = None) -> Simulation:
+    """Replay a schedule event by event; `arrivals` maps tile -> barrier arrival cycle (or is the
+    file `ipuopt simulate --arrivals` reads). `.ok`, `.breach`, `.horizon`, `.chain`, `.to_dict()`
+    (every barrier metric)."""
+    ph, sp = load_phase(phase, spec)
+    return _simulate(ph, sp, _schedule(schedule), load_arrivals(arrivals, sp.tiles))
 
 
 def place(arena: ArenaLike, objective: str = "fit", solver: str = "auto", *, time_limit: float | None = None,
@@ -185,24 +187,31 @@ def select_layouts(problem: LayoutProblem | dict[str, Any] | str | Path, solver:
 
 
 def generate(workload: Workload | str | Path, spec: Spec | str = "gc200",
-             layouts: dict[str, str] | None = None, grain: int | str | None = None) -> Generation:
-    """The exchange phases a workload needs; `layouts` maps a GEMM to "RxCxP/AxB[/REGION]"
-    (others get the per-operator default: least compute plus received words). `grain`: None
-    (contiguous runs), bytes to cut runs at (a multiple of the word), or "box" (whole boxes)."""
+             layouts: dict[str, str] | None = None, grain: int | str | None = None, *,
+             plan: Any = None) -> Generation:
+    """The exchange phases a workload needs; `layouts` maps a GEMM to "RxCxP/AxB[/REGION]", or
+    `plan` gives them (a plan or run file, its document, or the plan `select_layouts`
+    returned); others get the per-operator default: least compute plus received words.
+    `grain`: None (contiguous runs), bytes to cut runs at (a multiple of the word), or "box"
+    (whole boxes)."""
     wl, sp = _workload(workload), _spec(spec)
-    chosen = {op: GemmLayout.parse(text, sp) for op, text in (layouts or {}).items()}
+    if layouts and plan is not None:
+        raise InputError.one("", "layouts", "give layouts or a plan, not both (which would win?)")
+    chosen = {**plan_layouts(plan, wl, sp),
+              **parse_layouts([f"{op}={text}" for op, text in (layouts or {}).items()], sp, "layouts")}
     return _generate(wl, sp, chosen, parse_grain(grain, sp, "grain"))
 
 
 def run(workload: Workload | str | Path, spec: Spec | str = "gc200", layouts: dict[str, str] | None = None,
         solver: str | None = None, *, time_limit: float | None = None, grain: int | str | None = None,
         workers: int | None = None, seed: int | None = None, profile: str | None = None,
-        params: dict[str, Any] | None = None) -> ProgramRun:
-    """The whole program on the chip (see `ipuopt run`): per boundary barrier metrics and totals.
-    `workers`, `seed`, `profile` and `params` go to every phase's solver, as in `solve`."""
+        params: dict[str, Any] | None = None, plan: Any = None) -> ProgramRun:
+    """The whole program on the chip (see `ipuopt run`): per boundary barrier metrics and totals;
+    the layouts as `generate` takes them. `workers`, `seed`, `profile` and `params` go to every
+    phase's solver, as in `solve`."""
     chosen, settings = resolve("exchange", solver, profile=profile, time_limit=time_limit, workers=workers,
                                seed=seed, options=params)
-    gen = generate(workload, spec, layouts, grain)
+    gen = generate(workload, spec, layouts, grain, plan=plan)
     return ProgramRun(run_program(gen, chosen.name, settings).to_dict())
 
 

@@ -366,6 +366,22 @@ def test_plans_round_trip_on_a_workload_file_named_otherwise(tmp_path):
     other = _ipuopt("run", "mini-attention", "--spec", "test64", "--plan", "plan.json", cwd=tmp_path)
     assert other.returncode == 2 and "a plan for workload 'mini-mlp', not 'mini-attention'" in other.stderr
 
+    # the API takes the same files, and the plan it returned itself
+    import ipuopt
+
+    via_file = ipuopt.run(tmp_path / "wl.yaml", "test64", plan=tmp_path / "run.json", grain="box")
+    assert via_file["layouts"] == chosen
+    plan = ipuopt.select_layouts(str(tmp_path / "lp.yaml"))
+    gen = ipuopt.generate(tmp_path / "wl.yaml", "test64", plan=plan)
+    assert {op: c.to_dict()["layout"] for op, c in gen.layouts.items()} == {
+        op: plan.solution.choice[op] for op in ("gemm1", "gemm2")}
+    try:
+        ipuopt.generate("mini-attention", "test64", plan=tmp_path / "plan.json")
+    except ipuopt.InputError as exc:
+        assert "a plan for workload 'mini-mlp', not 'mini-attention'" in str(exc.problems[0])
+    else:
+        raise AssertionError("a plan for another workload accepted")
+
 
 def test_a_layout_build_cut_short_answers_with_the_best_plan_it_has():
     """Under a time limit a workload's plan is always an answer: stopped before the

@@ -171,3 +171,23 @@ def test_a_program_time_limit_is_shared_by_every_phase() -> None:
     assert parent.stop.left() > 8 and child.stop.left() <= 1
     child.stop.request()  # Ctrl-C in the child's solve reaches the parent, and back
     assert parent.stop.interrupted
+
+
+def test_the_api_reads_the_arrivals_file_the_cli_reads(tmp_path: Path) -> None:
+    """`ipuopt.simulate` takes the `--arrivals` file (or its mapping, keys as JSON has them) and
+    refuses what the command line refuses."""
+    import ipuopt
+    from ipuopt.errors import InputError
+
+    res = ipuopt.solve("small")
+    (tmp_path / "arr.json").write_text(json.dumps({"3": 900, "10": 50}))
+    by_file = ipuopt.simulate("small", None, res, tmp_path / "arr.json").to_dict()
+    assert by_file == ipuopt.simulate("small", None, res, {"3": 900, "10": 50}).to_dict()
+    assert (by_file["last_tile"], by_file["spread"]) == (3, 900)
+    (tmp_path / "arr.json").write_text(json.dumps({"9999": 5, "2": -1}))
+    try:
+        ipuopt.simulate("small", None, res, str(tmp_path / "arr.json"))
+    except InputError as exc:
+        assert [p.field for p in exc.problems] == ["9999", "2"]
+    else:
+        raise AssertionError("bad arrivals accepted")

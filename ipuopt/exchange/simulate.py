@@ -20,12 +20,15 @@ import math
 from collections import defaultdict
 from dataclasses import dataclass, field
 from fractions import Fraction
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from ipuopt.errors import InputError, Problem
 from ipuopt.exchange.phase import Phase, Transfer
 from ipuopt.exchange.schedule import Schedule
+from ipuopt.io import parse_int, read_document
 from ipuopt.spec import Spec
 
 BINS = 10  # utilisation is reported over the whole phase and over tenths of it
@@ -164,6 +167,30 @@ def resource_uses(phase: Phase, spec: Spec, schedule: Schedule) -> list[Use]:
     for tid, start in schedule.starts.items():
         if tid in by_id:
             out += _uses(by_id[tid], start, schedule.widths.get(tid) == "paired", spec)[0]
+    return out
+
+
+def load_arrivals(source: str | Path | dict[Any, Any] | None, tiles: int) -> dict[int, int]:
+    """Barrier arrivals, tile id -> the cycle it reaches the barrier, from a JSON or YAML file
+    (`simulate --arrivals`) or a mapping (keys may be strings, as in JSON); every bad entry
+    reported."""
+    if source is None:
+        return {}
+    where = "arrivals" if isinstance(source, dict) else str(source)
+    doc = source if isinstance(source, dict) else read_document(source)
+    if not isinstance(doc, dict):
+        raise InputError.one(where, "", "must map tile ids (strings) to arrival cycles")
+    out, problems = {}, []
+    for key, value in doc.items():
+        tile, cycle = parse_int(key), parse_int(value)
+        if tile is None or not 0 <= tile < tiles:
+            problems.append(Problem(where, str(key), f"not a tile id (0..{tiles - 1})"))
+        if cycle is None or cycle < 0:
+            problems.append(Problem(where, str(key), f"arrival must be a cycle >= 0, got {value!r}"))
+        elif tile is not None:
+            out[tile] = cycle
+    if problems:
+        raise InputError(problems)
     return out
 
 

@@ -1,0 +1,54 @@
+"""The ipuopt command line: a thin layer that parses, calls the library and prints.
+
+`app` holds the app and the options commands share, `terminal` what is printed, `options` the
+checks of the command line's own options; one module per problem holds its commands
+(`exchange`, `program`, `layout`, `arena`, `pictures`, `tools`). Importing them registers
+their commands on `app`."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+# The command modules, imported for their commands in the order --help lists them.
+# isort: off
+from ipuopt.cli import exchange, program, layout, arena, pictures, tools  # noqa: F401
+# isort: on
+from ipuopt.cli.app import START, app
+from ipuopt.cli.terminal import STDOUT, err, exit_now
+from ipuopt.errors import InputError
+from ipuopt.params import Interrupted
+
+__all__ = ["START", "app", "main"]
+
+
+def main() -> None:
+    """Bad input exits 2 with one line per problem; nothing a user does prints a traceback
+    (IPUOPT_DEBUG=1 shows one for an internal error)."""
+    STDOUT.append(os.dup(1))
+    try:
+        app()
+    except SystemExit as exc:
+        if exc.code == 130:  # typer's word for a Ctrl-C no command caught (loading, a second one)
+            err("interrupted: no file written")
+            exit_now(130)
+        raise
+    except Interrupted as exc:  # Ctrl-C before any answer: nothing written
+        err(f"interrupted: {exc}; no file written")
+        exit_now(130)
+    except InputError as exc:
+        for p in exc.problems:
+            err(f"error: {p}")
+        sys.exit(2)
+    except OSError as exc:  # a file that vanished or cannot be written mid-run
+        err(f"error: {exc.filename or ''}: {exc.strerror or exc}")
+        sys.exit(2)
+    except KeyboardInterrupt:
+        err("interrupted: no file written")
+        exit_now(130)  # a solver thread may still run in C++: no interpreter shutdown
+    except Exception as exc:
+        if os.environ.get("IPUOPT_DEBUG"):
+            raise
+        err(f"internal error: {type(exc).__name__}: {exc} (IPUOPT_DEBUG=1 shows the traceback; "
+            "please report it)")
+        sys.exit(3)
