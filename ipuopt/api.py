@@ -34,8 +34,9 @@ from ipuopt.layout.problem import LayoutProblem, layout_problem_from_dict
 from ipuopt.layout.problem import load_layout_problem as _load_layout_problem
 from ipuopt.layout.solve import Plan
 from ipuopt.params import SolveParams
+from ipuopt.program.run import run_program
 from ipuopt.registry import METHODS, Method, resolve
-from ipuopt.render.notebook import ProgramRun
+from ipuopt.render.notebook import RunDocument
 from ipuopt.render.save import save
 from ipuopt.render.views import arena_boxes, phase_view, program_view
 from ipuopt.result import Bound, Result, Status
@@ -43,7 +44,6 @@ from ipuopt.spec import Spec, load_spec
 from ipuopt.workloads.fragments import parse_grain
 from ipuopt.workloads.phases import generate as _generate
 from ipuopt.workloads.plans import parse_layouts, plan_layouts
-from ipuopt.workloads.program import run_program
 from ipuopt.workloads.records import Generation
 from ipuopt.workloads.workload import Workload, load_workload
 
@@ -177,13 +177,14 @@ def select_layouts(problem: LayoutProblem | dict[str, Any] | str | Path, solver:
     it lost the exact one, the k best plans; `rerank` (an exchange method) also ranks the plans
     by their scheduled programs."""
     from ipuopt.layout.select import plan_of
+    from ipuopt.program.rerank import ranker
 
     params = resolve("layout", solver, time_limit=time_limit, workers=workers, seed=seed)[1]
     if time_limit is not None:
         params.start_clock()
     again = resolve("exchange", rerank) if rerank is not None else None
     return plan_of(problem, spec, solver, params, k, None, width, beam,
-                   (again[0].name, again[1]) if again else None)
+                   ranker(again[0].name, again[1]) if again else None)
 
 
 def generate(workload: Workload | str | Path, spec: Spec | str = "gc200",
@@ -205,34 +206,33 @@ def generate(workload: Workload | str | Path, spec: Spec | str = "gc200",
 def run(workload: Workload | str | Path, spec: Spec | str = "gc200", layouts: dict[str, str] | None = None,
         solver: str | None = None, *, time_limit: float | None = None, grain: int | str | None = None,
         workers: int | None = None, seed: int | None = None, profile: str | None = None,
-        params: dict[str, Any] | None = None, plan: Any = None) -> ProgramRun:
+        params: dict[str, Any] | None = None, plan: Any = None) -> RunDocument:
     """The whole program on the chip (see `ipuopt run`): per boundary barrier metrics and totals;
     the layouts as `generate` takes them. `workers`, `seed`, `profile` and `params` go to every
     phase's solver, as in `solve`."""
     chosen, settings = resolve("exchange", solver, profile=profile, time_limit=time_limit, workers=workers,
                                seed=seed, options=params)
     gen = generate(workload, spec, layouts, grain, plan=plan)
-    return ProgramRun(run_program(gen, chosen.name, settings).to_dict())
+    return RunDocument(run_program(gen, chosen.name, settings).to_dict())
 
 
 def optimize(workload: Workload | str | Path, spec: Spec | str = "gc200", *, grain: int | str | None = None,
              k: int = 3, time_limit: float | None = None, workers: int = 1,
-             cluster: str | None = None) -> ProgramRun:
+             cluster: str | None = None) -> RunDocument:
     """The whole program (see `ipuopt optimize`): layout plans finished with real schedules,
     placement kept only if it shortens them, auto schedules; the run with its bound, gap,
     baselines and finalists under `optimize`. Its cells run in this process unless `workers`
     > 1 (a local Dask cluster: call it under `if __name__ == "__main__":`) or `cluster` names
     a Dask scheduler."""
-    from ipuopt.cells import Cells
-    from ipuopt.sweeps.run import check_cluster
-    from ipuopt.whole_program import optimize as _optimize
+    from ipuopt.program.cells import Cells, check_cluster
+    from ipuopt.program.optimize import optimize as _optimize
 
     check_cluster(cluster, "cluster")
     sp = _spec(spec)
     wl = _workload(workload)
     params = SolveParams(time_limit)
     with Cells(None, cluster, workers, params.stop) as cells:
-        return ProgramRun(_optimize(wl, sp, parse_grain(grain, sp, "grain"), k, params, cells=cells))
+        return RunDocument(_optimize(wl, sp, parse_grain(grain, sp, "grain"), k, params, cells=cells))
 
 
 def render_schedule(phase: PhaseLike, spec: Spec | str | None, schedule: ScheduleLike,

@@ -33,7 +33,7 @@ def bundled_hint(kind: str, what: str) -> str:
     return f" (bundled {what}: {', '.join(bundled_names(kind))})"
 
 
-def resolve(ref: str | Path, kind: str) -> Path:
+def bundled_path(ref: str | Path, kind: str) -> Path:
     """A path as given when it exists, else the bundled file of that name under `kind`;
     the path as given when neither exists (so the caller's error names what the user wrote)."""
     path = Path(ref)

@@ -19,7 +19,7 @@ FLOORS = (
     ("problems", {"exchange", "arena"}),
     ("workloads", {"workloads"}),
     ("layout", {"layout"}),
-    ("programs", {"cells", "whole_program", "sweeps", "render", "export", "schemas"}),
+    ("programs", {"program", "sweeps", "render", "export", "schemas"}),
     ("front", {"api", "cli", "entry", ""}),
 )
 

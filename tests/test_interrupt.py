@@ -177,7 +177,7 @@ def test_ctrl_c_in_a_sweep_keeps_the_finished_cells(tmp_path: Path) -> None:
     sweep.write_text(f"phases: [{ROOT / 'models/examples/medium.yaml'}]\n"
                      "solvers: [{solver: greedy}, {solver: cpsat, time_limit: 120}]\n")
     r, took = _interrupt_at(["sweep", str(sweep), "--out", str(tmp_path / "out"), "--workers", "1"],
-                            "sweep 1/2 cells")
+                            "sweep s: 1/2 cells")
     assert r.returncode == 130 and took < 8, (r.returncode, took, r.stderr[-500:])
     assert "interrupted: 1 of 2 cells are done" in r.stderr and "rerun the same command to resume" in r.stderr
     rows = (tmp_path / "out" / "results.csv").read_text().splitlines()

@@ -342,9 +342,9 @@ def test_plans_round_trip_on_a_workload_file_named_otherwise(tmp_path):
     the plan of `layout` (from the problem file or the workload) and the run of `optimize`."""
     import shutil
 
-    from ipuopt.data_files import resolve
+    from ipuopt.data_files import bundled_path
 
-    shutil.copy(resolve("mini-mlp", "models"), tmp_path / "wl.yaml")
+    shutil.copy(bundled_path("mini-mlp", "models"), tmp_path / "wl.yaml")
     assert _ipuopt("layout-problem", "wl.yaml", "--spec", "test64", "--out", "lp.yaml", "--quiet",
                    cwd=tmp_path).returncode == 0
     text = (tmp_path / "lp.yaml").read_text()

@@ -159,7 +159,7 @@ def test_packed_cells_never_add_up_past_their_stage() -> None:
     """Dealt largest first to the least loaded runner, each runner's shares sum to at most 1."""
     import random
 
-    from ipuopt.whole_program import packed
+    from ipuopt.program.optimize import packed
 
     rng = random.Random(0)
     for _ in range(200):
@@ -179,7 +179,7 @@ def test_a_bound_stopped_by_its_share_keeps_the_program(monkeypatch) -> None:
     """The program bound's share can run out before its first round (its candidates are
     enumerated first); the program found so far must still be returned, not taken for an
     interrupt (it was: SigLIP attention at 900 s wrote nothing after 832 s)."""
-    import ipuopt.whole_program as opt
+    import ipuopt.program.optimize as opt
     from ipuopt.params import SolveParams, Stopped
     from ipuopt.spec import load_spec
     from ipuopt.workloads.workload import load_workload
@@ -198,7 +198,7 @@ def test_a_bound_gets_the_time_the_later_stages_cannot_use(monkeypatch) -> None:
     """When one replay took longer than what is left could hold for the placement's replays,
     and no phase's auto fits either, placement and auto are skipped, so the program bound
     gets the time left (not its 20%)."""
-    import ipuopt.whole_program as opt
+    import ipuopt.program.optimize as opt
     from ipuopt.params import SolveParams, Stopped
     from ipuopt.spec import load_spec
     from ipuopt.workloads.workload import load_workload
@@ -228,7 +228,7 @@ def test_without_the_placement_the_quickest_phases_get_auto(monkeypatch) -> None
     leaves time: the phases whose replay was quickest get auto as generated, the slowest
     keeps the schedule its replay found (carried from the cell compactly, and rebuilt
     exactly), and the program is never worse than the best finalist's."""
-    import ipuopt.whole_program as opt
+    import ipuopt.program.optimize as opt
     from ipuopt.exchange.validate import validate
     from ipuopt.params import SolveParams, Stopped
     from ipuopt.spec import load_spec
@@ -272,7 +272,7 @@ def test_without_the_placement_the_quickest_phases_get_auto(monkeypatch) -> None
 
 
 def test_the_quickest_phases_are_those_that_fit_after_generating_the_plan() -> None:
-    from ipuopt.whole_program import AUTO_TIMES, _quickest
+    from ipuopt.program.optimize import AUTO_TIMES, _quickest
 
     replay = {"greedy": {"boundaries": [{"solve_s": 2.0}, {"solve_s": 1.0}, {"solve_s": 10.0}]},
               "schedules": [(), (), ()], "generate_s": 5.0}
@@ -287,7 +287,7 @@ def test_the_quickest_phases_are_those_that_fit_after_generating_the_plan() -> N
 def test_without_the_placement_the_bound_leaves_the_quickest_phases_their_auto(monkeypatch) -> None:
     """Replays too slow for the placement but with quick phases: the bound is given what is
     left less what their auto needs (`_auto_need`), and those phases then get auto."""
-    import ipuopt.whole_program as opt
+    import ipuopt.program.optimize as opt
     from ipuopt.params import SolveParams, Stopped
     from ipuopt.spec import load_spec
     from ipuopt.workloads.workload import load_workload
@@ -318,7 +318,7 @@ def test_without_the_placement_the_bound_leaves_the_quickest_phases_their_auto(m
 
 
 def test_auto_need_counts_the_generation_and_the_runners() -> None:
-    from ipuopt.whole_program import AUTO_TIMES, _auto_need
+    from ipuopt.program.optimize import AUTO_TIMES, _auto_need
 
     replay = {"greedy": {"boundaries": [{"solve_s": 2.0}, {"solve_s": 1.0}, {"solve_s": 10.0}]},
               "schedules": [(), (), ()], "generate_s": 5.0}
@@ -331,7 +331,7 @@ def test_a_cell_on_a_worker_counts_its_generation_and_ends_by_the_commands_deadl
     """On Dask a cell gets (seconds, the command's deadline): generating the plan there is
     inside its seconds, and a cell that waited for its runner still ends by the deadline
     (attention's schedule cells ended past a 900 s limit before)."""
-    import ipuopt.whole_program as opt
+    import ipuopt.program.optimize as opt
 
     seen: dict[str, float] = {}
     monkeypatch.setattr(opt, "_generation", lambda *a: (time.sleep(0.5), _Gen())[1])
@@ -350,7 +350,7 @@ def test_a_cell_on_a_worker_counts_its_generation_and_ends_by_the_commands_deadl
 
 def test_a_schedule_cell_on_a_worker_ends_before_the_time_kept_for_the_replay() -> None:
     from ipuopt.params import SolveParams
-    from ipuopt.whole_program import _give
+    from ipuopt.program.optimize import _give
 
     params = SolveParams(100.0)
     params.start_clock()
@@ -365,7 +365,7 @@ def test_a_local_cell_counts_its_seconds_from_its_own_start() -> None:
     when it was queued (with --workers 1 every phase after the first got no time for auto),
     and it still ends the time kept before the command's end."""
     from ipuopt.params import SolveParams
-    from ipuopt.whole_program import _give, _params
+    from ipuopt.program.optimize import _give, _params
 
     params = SolveParams(100.0)
     params.start_clock()
@@ -382,7 +382,7 @@ def test_a_stage_left_less_than_nothing_gets_no_time_instead_of_an_error() -> No
     comes out negative and must mean "no time" (it once ended the command with "--time-limit:
     must be >= 0"), locally and on a worker."""
     from ipuopt.params import SolveParams
-    from ipuopt.whole_program import _give, _params
+    from ipuopt.program.optimize import _give, _params
 
     params = SolveParams(100.0)
     params.start_clock()
@@ -401,7 +401,7 @@ class _Res:
 
 
 def test_the_final_replay_keeps_the_time_the_finalists_replay_spent_simulating() -> None:
-    from ipuopt.whole_program import CLOSING, REPLAY_MARGIN, REPLAY_RESERVE, _reserve
+    from ipuopt.program.optimize import CLOSING, REPLAY_MARGIN, REPLAY_RESERVE, _reserve
 
     assert _reserve({"replay_s": 40.0}, 300.0) == REPLAY_MARGIN * 40.0 + CLOSING  # fragment level
     assert _reserve({"replay_s": 0.1}, 300.0) == REPLAY_RESERVE * 300.0
@@ -411,7 +411,7 @@ def test_the_final_replay_keeps_the_time_the_finalists_replay_spent_simulating()
 def test_only_the_placements_whose_replays_fit_are_replayed() -> None:
     """Attention's nine placements at ~75 s a replay took its schedules' time: auto ran on
     no phase and the answer was the greedy's (148,441 against 140,256 without them)."""
-    from ipuopt.whole_program import AUTO_TIMES, _replays_that_fit, _reserve
+    from ipuopt.program.optimize import AUTO_TIMES, _replays_that_fit, _reserve
 
     finalist = {"seconds": 80.0, "replay_s": 10.0, "generate_s": 20.0, "schedules": [(), ()],
                 "greedy": {"boundaries": [{"solve_s": 30.0}, {"solve_s": 20.0}]}}
@@ -427,6 +427,32 @@ def test_the_api_function_is_not_hidden_by_a_module_of_its_name() -> None:
     """`ipuopt.optimize` stays the function once the module that runs it has been imported
     (it was `ipuopt/optimize.py`, whose import replaced the function on the package)."""
     import ipuopt
-    import ipuopt.whole_program  # noqa: F401
+    import ipuopt.program.optimize  # noqa: F401
 
     assert callable(ipuopt.optimize) and callable(ipuopt.run) and callable(ipuopt.solve)
+
+
+def _halve(x: int) -> int:
+    if x % 2:
+        raise ValueError(f"{x} is odd")
+    return x // 2
+
+
+def test_the_cell_engine_keeps_answers_and_lists_failures(tmp_path: Path) -> None:
+    """The one engine of optimize and sweeps: answers kept by the store as they finish and
+    reused by the next run; a cell that raises ends the run, or is listed with `failed` while
+    the others go on, and nothing of it is kept."""
+    import pytest
+
+    from ipuopt.program.cells import Cell, Cells
+
+    cells = [Cell(f"k{x}", _halve, (x,)) for x in (4, 3, 8)]
+    failed: list = []
+    with Cells(tmp_path / "c") as engine:
+        assert engine.run("t", cells, failed) == [2, None, 4]
+    assert [(i, str(e)) for i, e in failed] == [(1, "3 is odd")]
+    assert sorted(p.name for p in (tmp_path / "c").iterdir()) == ["k4.pickle", "k8.pickle"]
+    with Cells(tmp_path / "c") as engine:
+        assert engine.run("t", cells[::2]) == [2, 4] and (engine.reused, engine.ran) == (2, 0)
+        with pytest.raises(ValueError, match="3 is odd"):
+            engine.run("t", cells)

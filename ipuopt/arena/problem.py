@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ipuopt.data_files import bundled_hint, resolve
+from ipuopt.data_files import bundled_hint, bundled_path
 from ipuopt.errors import InputError, Problem, unknown_keys
 from ipuopt.io import note_input, parse_int, read_document
 from ipuopt.limits import MAX_BYTES, MAX_STEPS, too_big
@@ -257,7 +257,7 @@ def checked_arena(arena: Arena) -> Arena:
 
 def load_arena(path: str | Path) -> Arena:
     """An arena by path or by bundled name (models/arenas/)."""
-    p = resolve(path, "models/arenas")
+    p = bundled_path(path, "models/arenas")
     hint = bundled_hint("models/arenas", "arenas")
     return arena_from_dict(read_document(p, hint), str(p), p.parent)
 

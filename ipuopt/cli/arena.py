@@ -117,8 +117,8 @@ def place_cmd(
 
 def _reschedule(workload: str, spec: str, plan: Path | None, grain: str | None, method_name: str,
                 time_limit: float, out: Path | None, json_out: bool, quiet: bool) -> None:
+    from ipuopt.program.reschedule import reschedule
     from ipuopt.workloads.phases import generate
-    from ipuopt.workloads.reschedule import reschedule
     from ipuopt.workloads.workload import load_workload
 
     chosen, params = resolve("exchange", method_name, time_limit=time_limit, field="--schedule-with")

@@ -137,6 +137,7 @@ def layout_cmd(
     """Pick one candidate per operator: least compute + exchange + redistribution cycles
     within memory; exact (MILP or CP-SAT) or the beam baseline."""
     from ipuopt.layout.select import BuildOptions, plan_of, problem_of, source_path
+    from ipuopt.program.rerank import ranker
 
     params = resolve("layout", solver, time_limit=time_limit, workers=workers, seed=seed,
                      options={"verbose": True} if verbose else None)[1]
@@ -162,7 +163,8 @@ def layout_cmd(
             raise typer.Exit(1) from None
         return write_export(lambda form: layout_model(problem_, form), export, json_out, path)
     with solver_log(verbose), ProgressLines(quiet, f"layout {solver}") as progress:
-        res = plan_of(problem, spec, solver, params, k, options, width, beam, again, progress)
+        res = plan_of(problem, spec, solver, params, k, options, width, beam,
+                      ranker(*again, progress) if again else None, progress)
     result = res.to_dict()
     if out and result["choice"]:
         write_document(out, result, protect=(path,))

@@ -114,8 +114,8 @@ def run_cmd(
     quiet: QuietOpt = False,
 ) -> None:
     """The whole program on the chip: per-tile compute, barriers, scheduled exchanges."""
+    from ipuopt.program.run import run_program
     from ipuopt.workloads.phases import generate
-    from ipuopt.workloads.program import run_program
     from ipuopt.workloads.workload import load_workload
 
     backend, params = exchange_params(profile, solver, time_limit, workers, seed, param)
@@ -166,9 +166,8 @@ def optimize_cmd(
     Finalists, placement candidates and phases run as cells on Dask."""
     import shutil
 
-    from ipuopt.cells import Cells
-    from ipuopt.sweeps.run import check_cluster
-    from ipuopt.whole_program import optimize
+    from ipuopt.program.cells import Cells, check_cluster
+    from ipuopt.program.optimize import optimize
     from ipuopt.workloads.workload import load_workload
 
     if k < 1:

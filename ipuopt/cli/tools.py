@@ -124,8 +124,9 @@ def sweep_cmd(
     quiet: QuietOpt = False,
 ) -> None:
     """Solve every phase x spec x solver cell on Dask; rows appear as cells finish."""
+    from ipuopt.program.cells import check_cluster
     from ipuopt.sweeps.plan import load_sweep
-    from ipuopt.sweeps.run import check_cluster, run_sweep
+    from ipuopt.sweeps.run import run_sweep
 
     SolveParams(workers=workers)
     check_cluster(cluster)

@@ -24,7 +24,7 @@ from functools import partial
 
 from ipuopt.exchange.coarse import fragmented
 from ipuopt.exchange.greedy import greedy_schedule, timed_cost
-from ipuopt.exchange.instance import Instance, Method, Solution
+from ipuopt.exchange.instance import ExchangeMethod, Instance, Solution
 from ipuopt.params import Progress, SolveParams, Stopped
 from ipuopt.result import Result, Status
 
@@ -41,7 +41,7 @@ class Stage:
     name: str
     share: float
 
-    def method(self) -> Method:
+    def method(self) -> ExchangeMethod:
         if self.name == "time":
             return _non_delay
         from ipuopt.exchange import coarse, colour, cpsat, iterated, justify, lns, periodic

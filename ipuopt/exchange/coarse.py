@@ -17,7 +17,7 @@ import time
 from collections import defaultdict
 
 from ipuopt.exchange.greedy import best_greedy
-from ipuopt.exchange.instance import Instance, Method, Solution
+from ipuopt.exchange.instance import ExchangeMethod, Instance, Solution
 from ipuopt.exchange.phase import Transfer
 from ipuopt.exchange.timing import Timing
 from ipuopt.params import Progress, SolveParams, Stopped
@@ -97,7 +97,7 @@ def unrolled(timings: list[Timing], groups: list[list[int]], coarse: list[Timing
 
 
 def solve_coarse(inst: Instance, hint: Solution, params: SolveParams, progress: Progress | None = None,
-                 *, inner: Method) -> Result:
+                 *, inner: ExchangeMethod) -> Result:
     """`inner` (auto's pipeline, as auto calls it) on the blocks within the time limit,
     unrolled; the hint when it is no better or the phase has too few fragments per block.
     The bound stays the phase's own: a bound of the blocks holds for schedules of blocks only."""

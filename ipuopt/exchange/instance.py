@@ -48,7 +48,7 @@ class Instance:
 
 # How every exchange method is called: from a schedule (the greedy's, or the best so far) to
 # a result never worse than it.
-Method = Callable[[Instance, Solution, SolveParams, Progress | None], Result]
+ExchangeMethod = Callable[[Instance, Solution, SolveParams, Progress | None], Result]
 
 
 def horizon_of(timings: list[Timing], starts: dict[str, int], widths: dict[str, str]) -> int:

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ipuopt.data_files import bundled_hint, resolve
+from ipuopt.data_files import bundled_hint, bundled_path
 from ipuopt.errors import InputError, Problem, unknown_keys
 from ipuopt.io import parse_int, read_document
 from ipuopt.spec import Spec, load_spec
@@ -224,7 +224,7 @@ def _against_spec(t: Transfer, spec: Spec, file: str) -> list[Problem]:
 
 def load_phase(path: str | Path, spec_override: str | Spec | None = None) -> tuple[Phase, Spec]:
     """Load a phase and its spec (`spec_override` replaces the phase's), all problems at once."""
-    p = resolve(path, "models/examples")
+    p = bundled_path(path, "models/examples")
     hint = bundled_hint("models/examples", "examples")
     return phase_from_dict(read_document(p, hint), spec_override, str(p), p.parent)
 

@@ -28,31 +28,11 @@ import numpy as np
 from ipuopt.errors import InputError, Problem
 from ipuopt.exchange.phase import Phase, Transfer
 from ipuopt.exchange.schedule import Schedule
+from ipuopt.exchange.violation import Violation
 from ipuopt.io import parse_int, read_document
 from ipuopt.spec import Spec
 
 BINS = 10  # utilisation is reported over the whole phase and over tenths of it
-
-
-@dataclass(frozen=True)
-class Breach:
-    """The first rule the schedule breaks: which, between which transfers, where, when."""
-
-    rule: str
-    transfers: tuple[str, ...]
-    tile: int | None
-    cycles: tuple[int, int] | None
-    detail: str = ""
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"rule": self.rule, "transfers": list(self.transfers), "tile": self.tile,
-                "cycles": list(self.cycles) if self.cycles else None, "detail": self.detail}
-
-    def __str__(self) -> str:
-        where = f" on tile {self.tile}" if self.tile is not None else ""
-        when = f" at cycles {self.cycles[0]}..{self.cycles[1]}" if self.cycles else ""
-        detail = f" ({self.detail})" if self.detail else ""
-        return f"{self.rule}: {', '.join(self.transfers)}{where}{when}{detail}"
 
 
 @dataclass
@@ -60,7 +40,7 @@ class Simulation:
     """What the replay saw. Times are relative to the exchange start unless named otherwise."""
 
     ok: bool
-    breach: Breach | None
+    breach: Violation | None
     horizon: int
     finish: dict[str, int]  # transfer -> completion at its last destination
     arrivals: dict[int, int] = field(default_factory=dict)  # tile -> barrier arrival (absolute)
@@ -150,14 +130,15 @@ def _uses(t: Transfer, start: int, paired: bool, spec: Spec) -> tuple[list[Use],
     return uses, finish
 
 
-def _width_breach(t: Transfer, paired: bool, spec: Spec) -> Breach | None:
+def _width_breach(t: Transfer, paired: bool, spec: Spec) -> Violation | None:
     if not paired:
-        return Breach("width", (t.id,), t.src, None, "paired: required") if t.paired == "required" else None
+        required = t.paired == "required"
+        return Violation("width", (t.id,), t.src, None, "paired: required") if required else None
     a = spec.exchange.paired_alignment
     why = ("paired: never" if t.paired == "never" else
            "source tile has no pair partner" if spec.partner(t.src) is None else
            "address not aligned" if any(x is not None and x % a for x in (t.src_addr, t.dst_addr)) else "")
-    return Breach("width", (t.id,), t.src, None, f"paired not allowed: {why}") if why else None
+    return Violation("width", (t.id,), t.src, None, f"paired not allowed: {why}") if why else None
 
 
 def resource_uses(phase: Phase, spec: Spec, schedule: Schedule) -> list[Use]:
@@ -206,13 +187,13 @@ def simulate(phase: Phase, spec: Spec, schedule: Schedule,
     by_id = {t.id: t for t in phase.transfers}
     for tid in schedule.starts:
         if tid not in by_id:
-            return _stop(sim, Breach("unknown-transfer", (tid,), None, None, "not in the phase"))
+            return _stop(sim, Violation("unknown-transfer", (tid,), None, None, "not in the phase"))
     for t in phase.transfers:
         if t.id not in schedule.starts:
-            return _stop(sim, Breach("missing-transfer", (t.id,), None, None, "no start given"))
+            return _stop(sim, Violation("missing-transfer", (t.id,), None, None, "no start given"))
         start, paired = schedule.starts[t.id], schedule.widths.get(t.id) == "paired"
         if start < 0:
-            return _stop(sim, Breach("negative-start", (t.id,), t.src, (start, start)))
+            return _stop(sim, Violation("negative-start", (t.id,), t.src, (start, start)))
         if breach := _width_breach(t, paired, spec):
             return _stop(sim, breach)
     clean, finish = _clean(phase, spec, schedule)
@@ -252,7 +233,7 @@ def _replay(phase: Phase, spec: Spec, schedule: Schedule, sim: Simulation) -> Si
             t = item[1]
             for dep in t.after:
                 if sim.finish[dep] > time:
-                    return _stop(sim, Breach("dependency", (dep, t.id), t.src, (time, sim.finish[dep]),
+                    return _stop(sim, Violation("dependency", (dep, t.id), t.src, (time, sim.finish[dep]),
                                              f"starts before {dep} completes"))
             continue
         u: Use = item
@@ -265,14 +246,14 @@ def _replay(phase: Phase, spec: Spec, schedule: Schedule, sim: Simulation) -> Si
             continue
         if kind in ("tx", "rx"):
             if (other := holder.get(u.resource)) is not None:
-                return _stop(sim, Breach(f"{kind}-lane", (other.transfer, u.transfer), tile,
+                return _stop(sim, Violation(f"{kind}-lane", (other.transfer, u.transfer), tile,
                                          (time, min(u.end, other.end))))
             holder[u.resource] = u
             if kind == "rx" and ex.format_switch:
                 other_fmt = "ordinary" if u.fmt == "paired" else "paired"
                 prev = last_fmt.get((tile, other_fmt))
                 if prev is not None and time < prev.end + ex.format_switch:
-                    return _stop(sim, Breach("format-switch", (prev.transfer, u.transfer), tile,
+                    return _stop(sim, Violation("format-switch", (prev.transfer, u.transfer), tile,
                                              (time, prev.end + ex.format_switch),
                                              f"needs {ex.format_switch} cycles between formats"))
                 if (tile, u.fmt) not in last_fmt or u.end > last_fmt[(tile, u.fmt)].end:
@@ -281,7 +262,7 @@ def _replay(phase: Phase, spec: Spec, schedule: Schedule, sim: Simulation) -> Si
             opposite = ("wr" if kind == "rd" else "rd", tile, u.resource[2])
             if counts[opposite] > 0:
                 other = active[(tile, u.resource[2])][opposite[0]]
-                return _stop(sim, Breach("memory-hazard", (other.transfer, u.transfer), tile,
+                return _stop(sim, Violation("memory-hazard", (other.transfer, u.transfer), tile,
                                          (time, min(u.end, other.end)),
                                          f"read and write of element {u.resource[2][1]} in region "
                                          f"{u.resource[2][0]}"))
@@ -393,7 +374,7 @@ def _too_soon(keys: np.ndarray, begin: np.ndarray, end: np.ndarray, kind: np.nda
     return bool(np.any((other >= 0) & (b < other + gap)))
 
 
-def _stop(sim: Simulation, breach: Breach) -> Simulation:
+def _stop(sim: Simulation, breach: Violation) -> Simulation:
     sim.ok, sim.breach = False, breach
     sim.horizon = max(sim.finish.values(), default=0)
     return sim

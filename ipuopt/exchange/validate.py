@@ -15,26 +15,8 @@ from fractions import Fraction
 
 from ipuopt.exchange.phase import Phase
 from ipuopt.exchange.schedule import Schedule
+from ipuopt.exchange.violation import Violation
 from ipuopt.spec import Spec
-
-
-@dataclass(frozen=True)
-class Violation:
-    rule: str
-    transfers: tuple[str, ...]
-    tile: int | None
-    cycles: tuple[int, int] | None
-    detail: str = ""
-
-    def __str__(self) -> str:
-        tile = f" tile {self.tile}" if self.tile is not None else ""
-        cyc = f" cycles [{self.cycles[0]}, {self.cycles[1]})" if self.cycles else ""
-        extra = f": {self.detail}" if self.detail else ""
-        return f"{self.rule}: {', '.join(self.transfers)}{tile}{cyc}{extra}"
-
-    def to_dict(self) -> dict:
-        return {"rule": self.rule, "transfers": list(self.transfers), "tile": self.tile,
-                "cycles": list(self.cycles) if self.cycles else None, "detail": self.detail}
 
 
 @dataclass

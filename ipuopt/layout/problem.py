@@ -11,7 +11,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from ipuopt.data_files import bundled_hint, resolve
+from ipuopt.data_files import bundled_hint, bundled_path
 from ipuopt.errors import InputError, Problem, unknown_keys
 from ipuopt.io import parse_int, read_document
 from ipuopt.limits import MAX_BYTES
@@ -24,7 +24,7 @@ _CYCLES = 1 << 50  # more cycles than any program runs: a typo, not a cost
 
 
 @dataclass(frozen=True)
-class Candidate:
+class Option:
     id: str
     compute: int
     exchange: int
@@ -44,7 +44,7 @@ class Operator:
     name: str
     inputs: tuple[str, ...]
     output: str
-    candidates: tuple[Candidate, ...]
+    candidates: tuple[Option, ...]
 
 
 @dataclass
@@ -81,10 +81,10 @@ class LayoutProblem:
         """Cycles to bring `tensor` from layout `have` to `need`; None when not allowed."""
         return 0 if have == need else self.redistribution.get((tensor, have, need))
 
-    def layout_of(self, tensor: str, choice: dict[str, Candidate]) -> str:
+    def layout_of(self, tensor: str, choice: dict[str, Option]) -> str:
         return self.inputs[tensor] if tensor in self.inputs else choice[self.producer[tensor]].output
 
-    def cycles(self, choice: dict[str, Candidate]) -> int | None:
+    def cycles(self, choice: dict[str, Option]) -> int | None:
         """Total cycles of a full choice; None when some input cannot be moved to its layout."""
         total = 0
         for name, op in self.operators.items():
@@ -97,7 +97,7 @@ class LayoutProblem:
                 total += moved
         return total
 
-    def memory_at(self, k: int, choice: dict[str, Candidate]) -> dict[str, int]:
+    def memory_at(self, k: int, choice: dict[str, Option]) -> dict[str, int]:
         """Bytes per tile by region at step k: the running operator's memory plus the outputs
         held there (a partial choice counts what it has)."""
         used = dict.fromkeys(self.capacity, 0)
@@ -111,7 +111,7 @@ class LayoutProblem:
                     used[r] += b
         return used
 
-    def overflow(self, choice: dict[str, Candidate]) -> tuple[int, str, int] | None:
+    def overflow(self, choice: dict[str, Option]) -> tuple[int, str, int] | None:
         """(step, region, bytes) of the first step where `choice` does not fit."""
         for k in range(len(self.order)):
             for r, b in self.memory_at(k, choice).items():
@@ -134,7 +134,7 @@ class LayoutProblem:
 
 def load_layout_problem(path: str | Path) -> LayoutProblem:
     """A layout problem by path or by bundled name (models/layouts/)."""
-    p = resolve(path, "models/layouts")
+    p = bundled_path(path, "models/layouts")
     return layout_problem_from_dict(read_document(p, bundled_hint("models/layouts", "problems")), str(p))
 
 
@@ -165,7 +165,7 @@ def _cycles(value: Any, file: str, where: str, problems: list[Problem]) -> int:
 
 
 def _candidate(raw: Any, op: str, inputs: tuple[str, ...], regions: dict[str, int], file: str, i: int,
-               problems: list[Problem]) -> Candidate | None:
+               problems: list[Problem]) -> Option | None:
     where = f"operators.{op}.candidates[{i}]"
     if not isinstance(raw, dict) or not isinstance(raw.get("id"), str | int):
         problems.append(Problem(file, where, "needs an id"))
@@ -182,7 +182,7 @@ def _candidate(raw: Any, op: str, inputs: tuple[str, ...], regions: dict[str, in
     output = raw.get("output")
     if not isinstance(output, str | int):
         problems.append(Problem(file, f"{where}.output", "must be the layout label of its output"))
-    cand = Candidate(str(raw["id"]), _cycles(raw.get("compute", 0), file, f"{where}.compute", problems),
+    cand = Option(str(raw["id"]), _cycles(raw.get("compute", 0), file, f"{where}.compute", problems),
                      _cycles(raw.get("exchange", 0), file, f"{where}.exchange", problems),
                      _bytes(raw.get("memory", {}), regions, file, f"{where}.memory", problems),
                      {str(k): str(v) for k, v in needs.items()}, str(output),

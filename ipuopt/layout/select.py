@@ -6,11 +6,12 @@ decide alike."""
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from ipuopt.data_files import bundled_hint, bundled_names, resolve
+from ipuopt.data_files import bundled_hint, bundled_names, bundled_path
 from ipuopt.errors import InputError
 from ipuopt.io import read_document
 from ipuopt.layout.problem import LayoutProblem, layout_problem_from_dict
@@ -18,7 +19,7 @@ from ipuopt.layout.solve import Plan, plan
 from ipuopt.params import Progress, SolveParams, Stopped
 from ipuopt.result import Result, Status
 from ipuopt.spec import Spec, load_spec
-from ipuopt.workloads.fragments import parse_grain
+from ipuopt.workloads.fragments import Grain, parse_grain
 from ipuopt.workloads.gemm import compiler_layouts
 from ipuopt.workloads.workload import Workload, load_workload, workload_from_dict
 
@@ -45,9 +46,9 @@ class BuildOptions:
 
 def source_path(source: str | Path) -> Path:
     """A layout problem's path, or a workload's, for a name or a path."""
-    path = resolve(source, "models/layouts")
+    path = bundled_path(source, "models/layouts")
     if not path.exists() and str(source) in bundled_names("models"):
-        path = resolve(source, "models")
+        path = bundled_path(source, "models")
     return path
 
 
@@ -133,10 +134,16 @@ def problem_of(source: LayoutProblem | Workload | dict[str, Any] | str | Path, s
     return problem, built
 
 
+# Ranks plans (rank, cycles, choice) by their programs scheduled: `program.rerank.rerank` with
+# its method and budget bound, given the plans, the workload, the spec and the grain (the
+# program layer schedules; the layout layer only names what to rank).
+Rerank = Callable[[list[dict[str, Any]], Workload, Spec, Grain], list[dict[str, Any]]]
+
+
 def plan_of(source: LayoutProblem | Workload | dict[str, Any] | str | Path, spec: Spec | str = "gc200",
             solver: str = "milp", params: SolveParams | None = None, k: int = 1,
             options: BuildOptions | None = None, width: int = 64, beam: int = 64,
-            rerank: tuple[str, SolveParams] | None = None, progress: Progress | None = None) -> Result[Plan]:
+            rerank: Rerank | None = None, progress: Progress | None = None) -> Result[Plan]:
     """The plan of whatever `source` names, always an answer for a workload: a build stopped
     by its share of the time limit (or by Ctrl-C) after its reference plan solves the
     reference's candidates instead (`BuildOptions.partial`), and before it hands back the
@@ -157,21 +164,19 @@ def plan_of(source: LayoutProblem | Workload | dict[str, Any] | str | Path, spec
 
 def select(problem: LayoutProblem, solver: str = "milp", params: SolveParams | None = None, k: int = 1,
            width: int = 64, beam: int = 64, built: tuple[Workload, Spec] | None = None,
-           rerank: tuple[str, SolveParams] | None = None, progress: Progress | None = None) -> Result[Plan]:
-    """The plan (and the k best), with `rerank` (method, params) the plans ranked by their
-    scheduled programs too (the workload and spec: `built`, or those the problem names)."""
+           rerank: Rerank | None = None, progress: Progress | None = None) -> Result[Plan]:
+    """The plan (and the k best), with `rerank` the plans ranked by their scheduled programs
+    too (the workload and spec: `built`, or those the problem names)."""
     result = plan(problem, solver, params, k, width, beam)
     sol = result.solution
     sol.kept = problem.extra.get("kept")
     if rerank is not None and sol.choice:
-        sol.rerank = _rerank(result, problem, built, rerank, progress)
+        sol.rerank = _rerank(result, problem, built, rerank)
     return result
 
 
 def _rerank(result: Result[Plan], problem: LayoutProblem, built: tuple[Workload, Spec] | None,
-            method: tuple[str, SolveParams], progress: Progress | None) -> list[dict[str, Any]]:
-    from ipuopt.layout.rerank import rerank as rerank_plans
-
+            rerank: Rerank) -> list[dict[str, Any]]:
     if built is None:
         name, file = problem.extra.get("workload"), problem.extra.get("workload_file")
         if not name or not problem.extra.get("spec"):
@@ -186,4 +191,4 @@ def _rerank(result: Result[Plan], problem: LayoutProblem, built: tuple[Workload,
     plans = sol.plans or [{"rank": 1, "cycles": sol.cycles, "choice": sol.choice}]
     kept = problem.extra.get("kept") or {}
     cut = parse_grain(kept.get("grain"), built[1], "kept.grain")
-    return rerank_plans(plans, *built, method[0], method[1], progress, cut)
+    return rerank(plans, *built, cut)

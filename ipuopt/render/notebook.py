@@ -97,7 +97,7 @@ def run_html(run: dict[str, Any]) -> str:
     return table("Program run", rows) + framed(page(program_view(run).to_dict(), "timeline.js"))
 
 
-class ProgramRun(dict):
+class RunDocument(dict):
     """A program run document (as `ipuopt run --json` prints it): a plain dict to code and JSON,
     a summary and the `render --program` page to a notebook."""
 

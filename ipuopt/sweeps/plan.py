@@ -21,7 +21,7 @@ _SUFFIXES = (".yaml", ".yml", ".json")
 
 
 @dataclass(frozen=True)
-class Cell:
+class Solve:
     """One solve of a sweep. `id` hashes what decides its answer: the phase file's content,
     the resolved spec and the solver options; a rerun finds finished cells by it."""
 
@@ -38,7 +38,7 @@ class Cell:
 class Sweep:
     name: str
     source: Path
-    cells: list[Cell]
+    cells: list[Solve]
 
 
 def _phase_files(patterns: list[Any], base: Path, file: str, problems: list[Problem]) -> list[Path]:
@@ -131,7 +131,7 @@ def load_sweep(path: str | Path) -> Sweep:
                 continue
             for label, backend, params in solvers:
                 key = json.dumps([content, spec.raw, backend, params], sort_keys=True, default=str)
-                cells.append(Cell(hashlib.sha256(key.encode()).hexdigest()[:16], rel, phase, spec, label,
+                cells.append(Solve(hashlib.sha256(key.encode()).hexdigest()[:16], rel, phase, spec, label,
                                   backend, params))
     if problems:
         raise InputError(problems)

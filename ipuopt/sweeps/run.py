@@ -1,5 +1,6 @@
 """Run a sweep's cells on Dask (a local cluster on this machine's cores, or an existing
-scheduler) and record each as it finishes: DIR/results.csv and DIR/schedules/CELL.json.
+scheduler), on the engine `optimize` uses (`program.cells`), and record each as it finishes:
+DIR/results.csv and DIR/schedules/CELL.json.
 
 Rows are appended and flushed one by one, each after its schedule file is written whole,
 so a crash loses nothing finished and a rerun into the same folder solves only the cells
@@ -9,26 +10,23 @@ recorded once, when the client hears of it."""
 from __future__ import annotations
 
 import csv
-import logging
 import os
-import re
 import time
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ipuopt.errors import InputError
 from ipuopt.exchange.solve import solve
 from ipuopt.io import write_atomic, write_json
 from ipuopt.params import Progress
-from ipuopt.sweeps.plan import Cell, Sweep
+from ipuopt.program.cells import Cell, Cells
+from ipuopt.sweeps.plan import Solve, Sweep
 
 COLUMNS = ("phase", "spec", "solver", "status", "horizon", "lower_bound", "gap", "seconds", "worker",
            "schedule", "cell")
 
 
-def solve_cell(cell: Cell) -> dict[str, Any]:
+def solve_cell(cell: Solve) -> dict[str, Any]:
     """One cell, on whichever worker runs it: its results row and its schedule."""
     res = solve(cell.phase, cell.spec, cell.backend, cell.params)
     try:
@@ -79,74 +77,39 @@ def _append(results: Path, row: dict[str, Any]) -> None:
         os.fsync(handle.fileno())
 
 
-CLUSTER = re.compile(r"(tcp|tls|ucx|ws|wss)://(\[[0-9a-fA-F:.]+\]|[^\s:/\[\]]+):(\d{1,5})")
+class _Recorded:
+    """The sweep's store: a cell is finished when its row and its schedule are on disk; one that
+    finishes gets its schedule written whole, then its row appended."""
 
+    def __init__(self, out: Path) -> None:
+        self.out = out
+        self.done = finished_cells(out)
 
-def check_cluster(cluster: str | None, field: str = "--cluster") -> None:
-    """A scheduler's address as Dask takes it (PROTOCOL://HOST:PORT), refused before any work."""
-    if cluster is None:
-        return
-    m = CLUSTER.fullmatch(cluster)
-    if m is None or not 0 < int(m.group(3)) < 65536:
-        raise InputError.one("", field, f"{cluster!r} is not a Dask scheduler address (tcp://HOST:PORT, "
-                                        "a port in 1..65535)")
+    def read(self, key: str) -> Any:
+        return True if key in self.done else None
 
-
-@contextmanager
-def dask_client(cluster: str | None, workers: int | None):  # noqa: ANN202 (a distributed Client)
-    """A client of the scheduler at `cluster`, or of a local cluster of `workers` single-threaded
-    processes (default: one per core)."""
-    from distributed import Client, LocalCluster
-
-    if cluster:
-        check_cluster(cluster)
-        try:
-            client = Client(cluster, timeout="5s")
-        except (OSError, TimeoutError, ValueError) as exc:
-            raise InputError.one("", "--cluster",
-                                 f"cannot reach a Dask scheduler at {cluster}: {exc}") from None
-        try:
-            yield client
-        finally:
-            client.close()
-        return
-    with LocalCluster(n_workers=workers or os.cpu_count() or 1, threads_per_worker=1, processes=True,
-                      dashboard_address=None, silence_logs=logging.ERROR,
-                      preload=["ipuopt.sweeps.worker_setup"]) as local, Client(local) as client:
-        yield client
+    def keep(self, key: str, answer: dict[str, Any]) -> None:
+        write_json(self.out / answer["row"]["schedule"], answer["schedule"])
+        _append(self.out / "results.csv", answer["row"])
 
 
 def run_sweep(sweep: Sweep, out: Path, cluster: str | None = None, workers: int | None = None,
               progress: Progress | None = None) -> SweepRun:
-    """Solve the cells of `sweep` not yet in `out`; see the module docstring."""
-    from distributed import as_completed
-
+    """Solve the cells of `sweep` not yet in `out`, on Dask; see the module docstring."""
     out.mkdir(parents=True, exist_ok=True)
     (out / "schedules").mkdir(exist_ok=True)
-    done = finished_cells(out)
-    todo = [c for c in sweep.cells if c.id not in done]
-    run = SweepRun(len(sweep.cells), len(sweep.cells) - len(todo))
+    store = _Recorded(out)
+    run = SweepRun(len(sweep.cells), sum(c.id in store.done for c in sweep.cells))
     t0 = time.perf_counter()
-    tell = progress or (lambda info: None)
-    if todo:
-        with dask_client(cluster, workers) as client:
-            futures = {client.submit(solve_cell, c, key=f"ipuopt-cell-{c.id}", pure=False): c for c in todo}
-            for future in as_completed(futures):
-                cell = futures[future]
-                try:
-                    answer = future.result()
-                except Exception as exc:  # a solver error or a cell that killed its workers
-                    run.failed.append(f"{cell.phase_file} {cell.spec.name} {cell.label}: "
-                                      f"{type(exc).__name__}: {exc}")
-                    continue
-                write_json(out / answer["row"]["schedule"], answer["schedule"])
-                _append(out / "results.csv", answer["row"])
-                run.solved += 1
-                finished = run.skipped + run.solved + len(run.failed)
-                elapsed = time.perf_counter() - t0
-                eta = elapsed / (run.solved + len(run.failed)) * (run.total - finished)
-                tell({"task": f"sweep {finished}/{run.total} cells", "done_at": time.time() + eta,
-                      "last": f"{cell.phase_file} {cell.spec.name} {cell.label}: {answer['row']['status']} "
-                              f"{answer['row']['horizon']}"})
+    failed: list[tuple[int, Exception]] = []
+    if run.skipped < run.total:
+        with Cells(store, cluster, workers or os.cpu_count() or 1, progress=progress, dask=True) as cells:
+            cells.run(f"sweep {sweep.name}", [Cell(c.id, solve_cell, (c,)) for c in sweep.cells], failed,
+                      last=lambda a: f"{a['row']['phase']} {a['row']['spec']} {a['row']['solver']}: "
+                                     f"{a['row']['status']} {a['row']['horizon']}")
+            run.solved = cells.ran
+    for i, exc in failed:
+        c = sweep.cells[i]
+        run.failed.append(f"{c.phase_file} {c.spec.name} {c.label}: {type(exc).__name__}: {exc}")
     run.seconds = time.perf_counter() - t0
     return run

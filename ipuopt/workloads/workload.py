@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ipuopt.data_files import bundled_hint, resolve
+from ipuopt.data_files import bundled_hint, bundled_path
 from ipuopt.errors import InputError, Problem, unknown_keys
 from ipuopt.io import read_document
 from ipuopt.workloads.boxes import View
@@ -176,6 +176,6 @@ def workload_from_dict(doc: Any, file: str = "") -> Workload:
 
 def load_workload(ref: str | Path) -> Workload:
     """A workload by path or by name under models/."""
-    path = resolve(ref, "models")
+    path = bundled_path(ref, "models")
     hint = bundled_hint("models", "workloads")
     return workload_from_dict(read_document(path, hint), str(path))

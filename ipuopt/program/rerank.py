@@ -5,12 +5,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from ipuopt.layout.select import Rerank
 from ipuopt.params import Progress, SolveParams
+from ipuopt.program.run import run_program
 from ipuopt.spec import Spec
 from ipuopt.workloads.fragments import Grain
 from ipuopt.workloads.gemm import GemmLayout
 from ipuopt.workloads.phases import generate
-from ipuopt.workloads.program import run_program
 from ipuopt.workloads.workload import Workload
 
 
@@ -35,3 +36,8 @@ def rerank(plans: list[dict[str, Any]], wl: Workload, spec: Spec, solver: str = 
         r["scheduled_rank"] = n
         r["agrees"] = r["scheduled_rank"] == r["rank"]
     return out
+
+
+def ranker(solver: str, params: SolveParams, progress: Progress | None = None) -> Rerank:
+    """What `layout.select` takes to rank its plans: `rerank` with this method and budget."""
+    return lambda plans, wl, spec, grain: rerank(plans, wl, spec, solver, params, progress, grain)

@@ -22,7 +22,7 @@ PLACE_SHARE = 0.2  # of a time limit, for the conflict-aware placement
 
 
 @dataclass
-class Candidate:
+class PlacementTrial:
     name: str
     offsets: dict[str, int]
     conflicts: int  # the placement's conflict weight (arena model)
@@ -82,7 +82,7 @@ def horizons(gen: Generation, offsets: dict[str, int], method: str, params: Solv
     return out
 
 
-def judged(gen: Generation, arena: Arena, method: str, candidates: list[Candidate],
+def judged(gen: Generation, arena: Arena, method: str, candidates: list[PlacementTrial],
            interrupted: bool = False) -> dict[str, Any]:
     """The candidate kept (the first one, as generated, unless another is shorter in total)."""
     if not candidates:
@@ -115,5 +115,5 @@ def reschedule(gen: Generation, method: str = "greedy", params: SolveParams | No
         found = horizons(gen, offsets, method, params.share(share))
         if found is None:  # cut short by Ctrl-C: not comparable
             break
-        candidates.append(Candidate(name, offsets, validate_placement(arena, offsets).conflicts, found))
+        candidates.append(PlacementTrial(name, offsets, validate_placement(arena, offsets).conflicts, found))
     return judged(gen, arena, method, candidates, params.stop.interrupted)

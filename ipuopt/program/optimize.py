@@ -31,20 +31,20 @@ from dataclasses import replace
 from typing import Any
 
 from ipuopt.arena.validate import validate_placement
-from ipuopt.cells import Cell, Cells, cell_key
 from ipuopt.exchange.schedule import Schedule
 from ipuopt.exchange.solve import solve
 from ipuopt.exchange.timing import ORDINARY, PAIRED
 from ipuopt.layout.program_bound import program_bound
 from ipuopt.params import Interrupted, Progress, SolveParams, Stopped
+from ipuopt.program.cells import Cell, Cells, cell_key
+from ipuopt.program.reschedule import PLACE_SHARE, PlacementTrial, horizons, judged, placements
+from ipuopt.program.run import run_program
 from ipuopt.result import Result, gap
 from ipuopt.spec import Spec
 from ipuopt.workloads.arena_export import default_offsets, readdress
 from ipuopt.workloads.gemm import GemmLayout, compiler_layouts
 from ipuopt.workloads.phases import generate
-from ipuopt.workloads.program import run_program
 from ipuopt.workloads.records import Generation
-from ipuopt.workloads.reschedule import PLACE_SHARE, Candidate, horizons, judged, placements
 from ipuopt.workloads.workload import Workload
 
 # Shares of the time left when each stage starts (building the layout problem takes what it
@@ -357,12 +357,12 @@ def optimize(wl: Workload, spec: Spec, grain: int | str | None = None, k: int = 
             Cell(cell_key("placement", ident, best["choice"], offsets), _placement,
                  (ident, wl, spec, best["choice"], grain, offsets, give(share))) for _, _, offsets in others])
         # as generated, the finalist's replay has its horizons already
-        candidates = [Candidate(first, start, validate_placement(arena, start).conflicts,
+        candidates = [PlacementTrial(first, start, validate_placement(arena, start).conflicts,
                                 {b["phase"]: b["horizon"] for b in best["greedy"]["boundaries"]})]
         for (conflicts, name, offsets), hs in zip(others, found, strict=True):
             if hs is None:
                 break  # cut short: the ones before it are comparable
-            candidates.append(Candidate(name, offsets, conflicts, hs))
+            candidates.append(PlacementTrial(name, offsets, conflicts, hs))
         placed = judged(gen, arena, "greedy", candidates)
     improved: list[int] = []  # the phases given auto when the placement did not fit
     if placed is not None:
