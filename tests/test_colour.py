@@ -111,7 +111,9 @@ def test_auto_colours_large_phases_and_credits_colour_only_when_it_helped() -> N
     groups = [[g + 20 * k for k in range(7)] for g in range(10)]
     rng = random.Random(0)
     kept = [t for t in all_to_all(groups, 200, spec.regions[1].start, 0x8000) if rng.random() < 0.8]
-    phase = make_phase(spec, *kept)
+    # and a one-word send from each group to the next: one part, not ten (auto would split it)
+    links = [{"id": f"link{g}", "src": groups[g][0], "dst": [groups[g + 1][0]], "words": 1} for g in range(9)]
+    phase = make_phase(spec, *kept, *links)
     params = {"time_limit": 4, "workers": 1, "seed": 0}
     s = solve(phase, spec, "auto", params)
     assert s.extras["methods"][0] == "colour"

@@ -3,7 +3,10 @@
 Every phase first gets the non-delay greedy (rule `time`) with three width policies (on
 large phases only when the limit is 30 s or more, as it is slower on wide multicasts, and
 no new one after 40% of the limit). Small phases then go to CP-SAT, warm-started with the
-better schedule; it proves most of them. Larger ones cut into fragments are solved as their
+better schedule; it proves most of them. A larger phase that falls apart into parts that
+share no lane, element or dependency (`split`: a reduction's groups on disjoint tiles) is
+solved part by part first, each kind of part once, the longest first (60% of the time left).
+Larger ones cut into fragments are solved as their
 boxes first (`coarse`: a box's fragments one block, auto on the blocks, unrolled; 60% of
 the time left), then coloured into rounds (`colour`: a fifth of the time at most, at once
 given up where rounds do not fit), then their streams of alike fragments between a few
@@ -44,15 +47,19 @@ class Stage:
     def method(self) -> ExchangeMethod:
         if self.name == "time":
             return _non_delay
-        from ipuopt.exchange import coarse, colour, cpsat, iterated, justify, lns, periodic
+        from ipuopt.exchange import coarse, colour, cpsat, iterated, justify, lns, periodic, split
 
         return {"cpsat": cpsat.solve_cpsat, "coarse": partial(coarse.solve_coarse, inner=solve_auto),
+                "split": partial(split.solve_split, inner=solve_auto),
                 "colour": colour.solve_colour, "periodic": periodic.solve_periodic,
                 "justify": justify.solve_justify, "iterated": iterated.solve_iterated,
                 "lns": lns.solve_lns}[self.name]
 
 
 SMALL = (Stage("time", 1.0), Stage("cpsat", 1.0))
+# A phase that falls apart (`split`): its parts first, the longest of them solved whole; the
+# stages after it work on the whole phase from its schedule.
+SPLIT = Stage("split", 0.6)
 LARGE = (Stage("time", 0.4), Stage("coarse", 0.6), Stage("colour", 0.2), Stage("periodic", 0.25),
          Stage("justify", 0.3), Stage("iterated", 0.5), Stage("lns", 1.0))
 
@@ -62,9 +69,9 @@ def pipeline(inst: Instance, limit: float) -> tuple[Stage, ...]:
     if len(inst.timings) <= CPSAT_UP_TO:
         return SMALL
     stages = LARGE if fragmented(inst.timings) else tuple(s for s in LARGE if s.name != "coarse")
-    if limit >= TIMED_FROM and timed_cost(inst.timings) < 0.4 * limit:
-        return stages
-    return stages[1:]
+    if limit < TIMED_FROM or timed_cost(inst.timings) >= 0.4 * limit:
+        stages = stages[1:]
+    return (SPLIT, *stages) if len(inst.parts) > 1 else stages
 
 
 def _non_delay(inst: Instance, hint: Solution, params: SolveParams, progress: Progress | None) -> Result:

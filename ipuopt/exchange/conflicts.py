@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections import defaultdict
 from functools import lru_cache
 
-from ipuopt.exchange.timing import Timing
+from ipuopt.exchange.timing import PAIRED, Timing
 from ipuopt.spec import Spec
 
 _OTHER = {"tx": "tx", "rx": "rx", "rd": "wr", "wr": "rd"}  # which resource conflicts with which
@@ -65,3 +65,33 @@ class Conflicts:
             out.update(self.users.get(self.against(key), ()))
         out.discard(i)
         return frozenset(out)
+
+
+def parts(timings: list[Timing]) -> list[list[int]]:
+    """Indices of the transfers of each part (no lane, element or dependency shared with
+    another part), each in phase order; the parts in order of their first transfer."""
+    parent = list(range(len(timings)))
+
+    def root(x: int) -> int:
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    owner: dict[tuple, int] = {}
+    index = {tm.transfer.id: i for i, tm in enumerate(timings)}
+    for i, tm in enumerate(timings):
+        t = tm.transfer
+        keys: list[tuple] = [("tx", t.src), *(("rx", x) for x in t.dst)]
+        if PAIRED in tm.widths and tm.partner is not None:
+            keys.append(("tx", tm.partner))
+        keys += [("el", t.src, *e) for e in tm.read_elements]
+        keys += [("el", x, *e) for x in t.dst for e in tm.write_elements]
+        for other in [owner.setdefault(k, i) for k in keys] + [index[a] for a in t.after]:
+            a, b = root(i), root(other)
+            if a != b:
+                parent[a] = b
+    found: dict[int, list[int]] = {}
+    for i in range(len(timings)):
+        found.setdefault(root(i), []).append(i)
+    return list(found.values())

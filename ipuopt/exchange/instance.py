@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
 
+from ipuopt.exchange.conflicts import parts
 from ipuopt.exchange.phase import Phase
 from ipuopt.exchange.timing import Timing, phase_timings
 from ipuopt.params import Progress, SolveParams
@@ -38,8 +39,10 @@ class Instance:
         return cls(Phase(spec_ref=spec.name, transfers=[tm.transfer for tm in timings]), spec, timings, bound)
 
     @cached_property
-    def by_id(self) -> dict[str, Timing]:
-        return {tm.transfer.id: tm for tm in self.timings}
+    def parts(self) -> list[list[int]]:
+        """The transfers of each part of the phase that shares no lane, element or dependency
+        with the others (`conflicts.parts`)."""
+        return parts(self.timings)
 
     def horizon(self, solution: Solution) -> int:
         """The cycle at which the last transfer's last receive completes."""
