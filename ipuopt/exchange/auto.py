@@ -50,7 +50,7 @@ class Stage:
         from ipuopt.exchange import coarse, colour, cpsat, iterated, justify, lns, periodic, split
 
         return {"cpsat": cpsat.solve_cpsat, "coarse": partial(coarse.solve_coarse, inner=solve_auto),
-                "split": partial(split.solve_split, inner=solve_auto),
+                "split": partial(split.solve_split, inner=partial(solve_auto, part=True)),
                 "colour": colour.solve_colour, "periodic": periodic.solve_periodic,
                 "justify": justify.solve_justify, "iterated": iterated.solve_iterated,
                 "lns": lns.solve_lns}[self.name]
@@ -58,16 +58,19 @@ class Stage:
 
 SMALL = (Stage("time", 1.0), Stage("cpsat", 1.0))
 # A phase that falls apart (`split`): its parts first, the longest of them solved whole; the
-# stages after it work on the whole phase from its schedule.
+# stages after it work on the whole phase from its schedule. A small part is most often a
+# reduction's group, where one repeating pattern (`periodic`) does what CP-SAT does not
+# (120 fragments among three tiles: 1,540 cycles where CP-SAT keeps the greedy's 1,898).
 SPLIT = Stage("split", 0.6)
+PART = (Stage("time", 1.0), Stage("periodic", 0.25), Stage("cpsat", 1.0))
 LARGE = (Stage("time", 0.4), Stage("coarse", 0.6), Stage("colour", 0.2), Stage("periodic", 0.25),
          Stage("justify", 0.3), Stage("iterated", 0.5), Stage("lns", 1.0))
 
 
-def pipeline(inst: Instance, limit: float) -> tuple[Stage, ...]:
-    """The stages auto runs on `inst` with `limit` seconds."""
+def pipeline(inst: Instance, limit: float, part: bool = False) -> tuple[Stage, ...]:
+    """The stages auto runs on `inst` with `limit` seconds (`part`: a part of a phase, `split`)."""
     if len(inst.timings) <= CPSAT_UP_TO:
-        return SMALL
+        return PART if part else SMALL
     stages = LARGE if fragmented(inst.timings) else tuple(s for s in LARGE if s.name != "coarse")
     if limit < TIMED_FROM or timed_cost(inst.timings) >= 0.4 * limit:
         stages = stages[1:]
@@ -97,11 +100,11 @@ def _non_delay(inst: Instance, hint: Solution, params: SolveParams, progress: Pr
 
 
 def solve_auto(inst: Instance, hint: Solution, params: SolveParams,
-               progress: Progress | None = None) -> Result:
+               progress: Progress | None = None, part: bool = False) -> Result:
     limit, t0 = params.budget(), time.perf_counter()
     best = Result(Status.FALLBACK, hint, inst.horizon(hint), inst.bound, solver="greedy")
     bound, ran, extras = inst.bound, [], {}
-    for stage in pipeline(inst, limit):
+    for stage in pipeline(inst, limit, part):
         if params.stop.is_set() or best.status == Status.OPTIMAL:
             break
         if progress is not None:

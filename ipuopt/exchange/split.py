@@ -72,7 +72,9 @@ def solve_split(inst: Instance, hint: Solution, params: SolveParams, progress: P
         sub.bound = max(best_bound(all_bounds(sub)).value, 0)
         ids = [timings[i].transfer.id for i in first]
         mine = ({t: starts[t] for t in ids}, {t: widths[t] for t in ids})
-        got = inner(sub, mine, params.with_(time_limit=max(0.0, left / waiting)), None)
+        # its own wall clock: with one worker and a seed CP-SAT counts deterministic time,
+        # which may run far slower, and one part would take every other part's time
+        got = inner(sub, mine, params.share(max(0.0, left / waiting)), None)
         lower = max(lower, got.bound or 0, sub.bound)
         if got.solution is None or got.value >= ends[k]:
             continue
