@@ -71,9 +71,9 @@ def _floor(gen: Generation) -> int:
     return _program(gen, floor)
 
 
-@pytest.mark.parametrize("workload", ["mini-mlp", "mini-attention"])
-def test_the_bound_is_below_every_sampled_plans_program(workload: str) -> None:
-    wl = load_workload(workload)
+@pytest.mark.parametrize("workload", ["mini-mlp", "mini-attention", "hosted"])
+def test_the_bound_is_below_every_sampled_plans_program(workload: str, tmp_path: Path) -> None:
+    wl = load_workload(_hosted(tmp_path) if workload == "hosted" else workload)
     cat = Catalogue(wl, SPEC, 0.5, "box", lambda _m: None, lambda: None)
     everything = program_bound(wl, SPEC, "box", params=SolveParams(time_limit=5, workers=1, seed=0),
                                catalogue=cat)
@@ -162,9 +162,18 @@ def test_a_reduction_loads_the_lanes_the_overlap_search_finds_on_its_routes(grai
     assert checked >= 8
 
 
+def _hosted(tmp_path: Path) -> str:
+    """mini-mlp with its graph input written by the host where it is read (nothing of it moves
+    on chip), as the bundled SigLIP workloads' is."""
+    text = (Path(__file__).parent.parent / "models" / "mini-mlp.yaml").read_text()
+    assert "input: true" in text
+    (tmp_path / "hosted.yaml").write_text(text.replace("input: true", "input: host-replicated"))
+    return str(tmp_path / "hosted.yaml")
+
+
 @pytest.mark.parametrize("workload, grain", [("mini-mlp", None), ("mini-mlp", 256),
-                                             ("mini-attention", "box")])
-def test_an_input_phase_takes_at_least_its_floors(workload: str, grain) -> None:
+                                             ("mini-attention", "box"), ("hosted", None)])
+def test_an_input_phase_takes_at_least_its_floors(workload: str, grain, tmp_path: Path) -> None:
     """`inflow_floor` (a tile's weight block and the rest of its moved blocks on one receive
     lane) and `row_pair_floor` (the group bound's argument on two tiles of a grid row), both
     whatever the producers leave, and `row_pair_bound` (the same with the producer known):
@@ -174,7 +183,7 @@ def test_an_input_phase_takes_at_least_its_floors(workload: str, grain) -> None:
     from ipuopt.layout.moves import Moves
     from ipuopt.layout.pricing import inflow_floor, row_pair_bound, row_pair_floor
 
-    wl = load_workload(workload)
+    wl = load_workload(_hosted(tmp_path) if workload == "hosted" else workload)
     cat = Catalogue(wl, SPEC, 0.5, grain, lambda _m: None, lambda: None)
     moves = Moves(cat)
     moves.refresh(cat.cands, exact=False)
@@ -205,4 +214,6 @@ def test_an_input_phase_takes_at_least_its_floors(workload: str, grain) -> None:
                     ("row_pair_bound", row_pair_bound(wl, op, c, SPEC, grain, held))):
                 assert value <= best, (floor, op.name, c.layout.label, value, best)
                 positive[floor] += value > 0
-    assert positive["inflow_floor"] >= 12 and min(positive.values()) >= 5, positive
+    # with a hosted input only the second GEMM's input phase has row pairs to count
+    least = 3 if workload == "hosted" else 5
+    assert positive["inflow_floor"] >= 12 and min(positive.values()) >= least, positive

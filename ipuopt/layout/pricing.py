@@ -379,6 +379,8 @@ def inflow_floor(wl: Workload, op: Operator, c: Candidate, spec: Spec, grain: Gr
 
     for which, box in ((0, (bl, rr, kk)), (1, (bl, kk, cc))):
         view = op.inputs[which]
+        if wl.tensors[view.tensor].replicated:
+            continue  # the host writes it where it is read: nothing of it arrives on chip
         if not wl.tensors[view.tensor].weight:
             rest = volume(box) - largest.get(view.tensor, 0)
             rx += receive([rest * wl.elem_bytes])
@@ -447,9 +449,10 @@ def row_pair_bound(wl: Workload, op: Operator, c: Candidate, spec: Spec, grain: 
 
 
 def _row_pairs_apply(wl: Workload, op: Operator, c: Candidate) -> bool:
-    """A moved A, a weight B broadcast from row 0 to other rows."""
-    a, b = (wl.tensors[v.tensor].weight for v in op.inputs)
-    return not a and b and c.layout.rows > 1
+    """A moved A (not a weight, nor written by the host where it is read), a weight B
+    broadcast from row 0 to other rows."""
+    a, b = (wl.tensors[v.tensor] for v in op.inputs)
+    return not (a.weight or a.replicated) and b.weight and c.layout.rows > 1
 
 
 def _home_pairs(spec: Spec, lay: GemmLayout, g: int, p: int) -> list[int]:
