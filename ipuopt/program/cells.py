@@ -67,8 +67,7 @@ class Folder:
             return None
 
     def keep(self, key: str, answer: Any) -> None:
-        if answer is not None:
-            self.path.mkdir(parents=True, exist_ok=True)
+        if answer is not None:  # the folder is made when the cells start (`Cells.__enter__`)
             write_atomic(self.path / f"{key}.pickle", pickle.dumps(answer))
 
 
