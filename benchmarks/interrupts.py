@@ -3,11 +3,12 @@ command always end within 5 s with the best schedule written whole?
 
     .venv/bin/python benchmarks/interrupts.py [--phase FILE] [--transfers 60000] [--repeat 20]
                                               [--stages time,coarse,...] [--spread 3] [--seed 0]
+                                              [--time-limit 900]
 
 By default the phase is the gc200 random multicast phase of `--transfers` transfers (and
 dependencies); `--phase` takes any phase file (a fragment-level phase from `ipuopt gen` is
 the one with every stage, `coarse` included). For each stage of auto's pipeline and each
-repetition: `ipuopt solve PHASE --solver auto --time-limit 900 --out S.json` runs until its
+repetition: `ipuopt solve PHASE --solver auto --time-limit T --out S.json` runs until its
 progress line says the stage began, then waits a random 0..`--spread` s and sends SIGINT.
 A row per stage: interrupts sent, those that landed in the stage (the line still the last
 one), exits with 130 within 5 s, files written whole with "interrupted": true and accepted
@@ -30,13 +31,13 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 CLI = [sys.executable, "-c", "from ipuopt.entry import main; main()"]
-STAGES = ("time", "coarse", "colour", "justify", "iterated", "lns")
+STAGES = ("split", "time", "coarse", "colour", "periodic", "justify", "iterated", "lns")
 
 
-def once(phase: Path, stage: str, spread: float, rng: random.Random, out: Path) -> dict | None:
+def once(phase: Path, stage: str, spread: float, rng: random.Random, out: Path, limit: float) -> dict | None:
     """One interrupted run; None when the stage never came (the pipeline skipped it)."""
     out.unlink(missing_ok=True)
-    args = ["solve", str(phase), "--solver", "auto", "--time-limit", "900", "--out", str(out)]
+    args = ["solve", str(phase), "--solver", "auto", "--time-limit", str(limit), "--out", str(out)]
     proc = subprocess.Popen([*CLI, *args], cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                             text=True, env={**os.environ, "PYTHONPATH": str(ROOT),
                                                        "IPUOPT_PROGRESS_AFTER": "0"})
@@ -85,6 +86,8 @@ def main() -> None:
     ap.add_argument("--stages", default=",".join(STAGES))
     ap.add_argument("--spread", type=float, default=3.0, help="seconds: the signal's random delay at most")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--time-limit", type=float, default=900.0,
+                    help="the solve's limit: a shorter one reaches the later stages sooner")
     args = ap.parse_args()
     rng = random.Random(args.seed)
     with tempfile.TemporaryDirectory() as tmp:
@@ -101,10 +104,12 @@ def main() -> None:
         for stage in args.stages.split(","):
             rows = []
             for _ in range(args.repeat):
-                row = once(phase, stage, args.spread, rng, Path(tmp) / "s.json")
+                row = once(phase, stage, args.spread, rng, Path(tmp) / "s.json", args.time_limit)
                 if row is None:
                     break
                 rows.append(row)
+                print(f"  {stage} #{len(rows)}: inside {row['inside']}, exit ok {row['ok']}, "
+                      f"whole {row['whole']}, {row['took']:.2f} s", file=sys.stderr, flush=True)
             if not rows:
                 print(f"{stage:<9} auto's pipeline does not run it on this phase")
                 continue
