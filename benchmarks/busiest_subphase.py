@@ -42,7 +42,7 @@ def main() -> None:
     spec = load_spec("gc200")
     phase = random_phase(spec, args.transfers, seed=0, name=f"random-{args.transfers}")
     inst = Instance(phase, spec)
-    named = all_bounds(inst)
+    named = all_bounds(inst, None)
     whole = max(named, key=lambda b: b.value)
     print(f"{phase.name}: best bound {whole.value} ({whole.name}, {whole.where}); each: "
           + ", ".join(f"{b.name} {b.value}" for b in named))
@@ -53,7 +53,7 @@ def main() -> None:
         ids = {t.id for t in chosen}
         chosen = [dataclasses.replace(t, after=tuple(a for a in t.after if a in ids)) for t in chosen]
         sub = Instance(Phase(spec_ref=spec.name, transfers=chosen, name=f"busiest-{k}"), spec)
-        sub.bound = max(b.value for b in all_bounds(sub))
+        sub.bound = max(b.value for b in all_bounds(sub, None))
         starts, widths, _ = best_greedy(sub)
         t0 = time.perf_counter()
         res = solve_cpsat(sub, (starts, widths), SolveParams(time_limit=args.time_limit, workers=2, seed=0))

@@ -48,7 +48,7 @@ def main() -> None:
         t0 = time.perf_counter()
         r = solve(ph, spec, "auto", {"time_limit": args.time_limit, "workers": 1, "seed": args.seed})
         s = r
-        old = max(b.value for b in all_bounds(Instance(ph, spec)) if b.name != "clique")
+        old = max(b.value for b in all_bounds(Instance(ph, spec), None) if b.name != "clique")
         greedy = s.extras["greedy_horizon"]
         name = max(r.bounds, key=lambda b: b.value).name
         print(f"{ph.name:<26} {len(ph.transfers):>9} {old:>9} {s.lower_bound:>7} {greedy:>7} "

@@ -61,7 +61,8 @@ def once(phase: Path, stage: str, spread: float, rng: random.Random, out: Path, 
             proc.wait()
             return None
     time.sleep(rng.uniform(0, spread))
-    inside = f"stage auto: {stage}" in next((x for x in reversed(lines) if "stage" in x), "")
+    last = next((x for x in reversed(lines) if "stage" in x), "")
+    inside = f"stage auto: {stage}" in last or f"stage {stage}:" in last  # split says its parts
     t0 = time.perf_counter()
     proc.send_signal(signal.SIGINT)
     try:

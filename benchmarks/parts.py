@@ -42,7 +42,7 @@ def main() -> None:
     horizon = lower = 0
     for k, parts in enumerate(sorted(kinds.values(), key=len, reverse=True)):
         sub = Instance.of(spec, [inst.timings[i] for i in parts[0]])
-        sub.bound = best_bound(all_bounds(sub)).value
+        sub.bound = best_bound(all_bounds(sub, None)).value
         greedy = best_greedy(sub)[:2]
         params = SolveParams(time_limit=args.time_limit, workers=args.workers)
         params.start_clock()

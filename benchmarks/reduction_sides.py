@@ -32,7 +32,7 @@ from ipuopt.params import SolveParams
 
 def _instance(phase: Phase, spec, transfers: list) -> Instance:
     inst = Instance(Phase(spec_ref=spec.name, transfers=transfers, name=phase.name), spec)
-    inst.bound = best_bound(all_bounds(inst)).value
+    inst.bound = best_bound(all_bounds(inst, None)).value
     return inst
 
 
@@ -45,7 +45,7 @@ def main() -> None:
     args = ap.parse_args()
     phase, spec = load_phase(args.phase)
     whole = Instance(phase, spec)
-    named = best_bound(all_bounds(whole))
+    named = best_bound(all_bounds(whole, None))
     named_tile = re.search(r"tiles? (\d+)", named.where)
     lanes = receive_lane_bounds(whole.timings, spec)
     tile = args.tile if args.tile is not None else int(named_tile.group(1)) if named_tile else max(

@@ -45,7 +45,7 @@ def main() -> None:
           f"{spec.name} (generated in {time.perf_counter() - t:.1f}s)")
     t = time.perf_counter()
     timings = phase_timings(phase, spec)
-    bounds = all_bounds(Instance(phase, spec, timings))
+    bounds = all_bounds(Instance(phase, spec, timings), None)
     tb = time.perf_counter() - t
     t = time.perf_counter()
     starts, widths = greedy_schedule(phase, spec, "load", timings)

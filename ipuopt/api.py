@@ -122,7 +122,7 @@ def solve(phase: PhaseLike, spec: Spec | str | None = None, solver: str | None =
 
 def bounds(phase: PhaseLike, spec: Spec | str | None = None) -> list[Bound]:
     """Every named lower bound on the phase's optimal horizon (each with where it holds)."""
-    return all_bounds(Instance(*load_phase(phase, spec)))
+    return all_bounds(Instance(*load_phase(phase, spec)), None)
 
 
 def validate(phase: PhaseLike, spec: Spec | str | None, schedule: ScheduleLike,

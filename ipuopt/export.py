@@ -58,7 +58,7 @@ def exchange_model(phase: Any, spec: Any, form: str) -> Any:
 
     inst = Instance(phase, spec)
     upper = inst.horizon(best_greedy(inst)[:2])
-    lower = best_bound(all_bounds(inst)).value
+    lower = best_bound(all_bounds(inst, None)).value
     if form == "cpsat":
         from ipuopt.exchange.cpsat import build_model
 

@@ -145,7 +145,7 @@ def test_rotate_sends_an_all_to_all_in_waves() -> None:
             Transfer(id=f"t{a}-{b}", src=a, dst=(b,), words=32, paired="never")
             for a in range(k) for b in range(k) if a != b])
         inst = Instance(phase, spec)
-        bound = best_bound(all_bounds(inst)).value
+        bound = best_bound(all_bounds(inst, None)).value
         horizon = {r: inst.horizon(greedy_schedule(phase, spec, r, inst.timings)) for r in QUICK_RULES}
         assert horizon["rotate"] == bound
         assert min(h for r, h in horizon.items() if r != "rotate") > bound

@@ -33,7 +33,7 @@ def reduce_scatter(tiles: tuple[int, ...], parts: int, words: int = 64) -> Phase
 
 def _instance(phase: Phase) -> Instance:
     inst = Instance(phase, load_spec("gc200"))
-    inst.bound = best_bound(all_bounds(inst)).value
+    inst.bound = best_bound(all_bounds(inst, None)).value
     return inst
 
 

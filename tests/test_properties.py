@@ -64,7 +64,7 @@ def test_greedy_valid_and_bounds_below(spec: Spec, n: int, seed: int, rule: str,
                                      window=window)
     report = validate(phase, spec, Schedule(starts, widths))
     assert report.ok, report.violations
-    for b in all_bounds(Instance(phase, spec)):
+    for b in all_bounds(Instance(phase, spec), None):
         assert b.value <= report.horizon, b
 
 
@@ -117,7 +117,7 @@ def test_every_bound_is_below_the_proven_optimum(spec: Spec, n: int, seed: int) 
     latencies, dependencies): no bound, the clique bound included, exceeds the optimum."""
     phase = random_phase(spec, n, seed=seed, tiles=6, max_words=40, p_dep=0.2, p_addr=0.9)
     optimum = proven_optimum(phase, spec)
-    for b in all_bounds(Instance(phase, spec)):
+    for b in all_bounds(Instance(phase, spec), None):
         assert b.value <= optimum, b
 
 
@@ -128,7 +128,7 @@ def test_clique_bound_sees_what_single_resources_do_not() -> None:
     better = 0
     for seed in range(6):
         phase = random_phase(spec, 12, seed=seed, tiles=6, max_words=200, max_fanout=3)
-        by_name = {b.name: b.value for b in all_bounds(Instance(phase, spec))}
+        by_name = {b.name: b.value for b in all_bounds(Instance(phase, spec), None)}
         assert by_name["clique"] <= proven_optimum(phase, spec, 60)
         better += by_name["clique"] > max(v for k, v in by_name.items() if k != "clique")
     assert better >= 3
@@ -145,7 +145,7 @@ def test_clique_rest_counts_a_pairs_sends() -> None:
     group = [Transfer(f"g{i}", src, (8, 9, 10, 11), 100) for i, src in enumerate((2, 4, 12))]
     sends = [Transfer("s0", 0, (8,), 300), Transfer("s1", 1, (9,), 300)]
     phase = Phase("gc200", group + sends, name="pair-sends")
-    by_name = {b.name: b.value for b in all_bounds(Instance(phase, spec))}
+    by_name = {b.name: b.value for b in all_bounds(Instance(phase, spec), None)}
     others = max(v for k, v in by_name.items() if k not in ("clique", "group"))
     assert by_name["clique"] >= others + 100  # most of the second send's 150 cycles
     assert max(by_name["clique"], by_name["group"]) <= proven_optimum(phase, spec)
@@ -162,12 +162,12 @@ def test_heads_tails_bound_sees_a_lane_behind_a_chain() -> None:
     first = Transfer("long", 0, (1,), 400, paired="never")
     waiting = [Transfer(f"w{i}", 2 + 2 * i, (9,), 50, paired="never", after=("long",)) for i in range(4)]
     phase = Phase("gc200", [first, *waiting], name="behind-a-chain")
-    by_name = {b.name: b.value for b in all_bounds(Instance(phase, spec))}
+    by_name = {b.name: b.value for b in all_bounds(Instance(phase, spec), None)}
     optimum = proven_optimum(phase, spec)
     assert max(by_name["endpoint"], by_name["dependency"]) + 100 <= by_name["heads-tails"] == optimum
     assert by_name["heads-tails"] > max(v for k, v in by_name.items() if k != "heads-tails")
     plain = Phase("gc200", [first, *(replace(t, after=()) for t in waiting)], name="no-chain")
-    assert {b.name: b.value for b in all_bounds(Instance(plain, spec))}["heads-tails"] == 0
+    assert {b.name: b.value for b in all_bounds(Instance(plain, spec), None)}["heads-tails"] == 0
 
 
 def test_group_bound_sees_the_lanes_behind_a_multicast() -> None:
@@ -180,7 +180,7 @@ def test_group_bound_sees_the_lanes_behind_a_multicast() -> None:
     row = [Transfer(f"r{k}", 40 + 2 * k, (20, 21), 30, paired="never") for k in range(2)]
     cols = [Transfer(f"c{j}.{k}", j, (20 + j, 30 + j), 40) for j in range(2) for k in range(2)]
     phase = Phase("gc200", row + cols, name="row-and-columns")
-    by_name = {b.name: b.value for b in all_bounds(Instance(phase, spec))}
+    by_name = {b.name: b.value for b in all_bounds(Instance(phase, spec), None)}
     assert by_name["group"] == proven_optimum(phase, spec)
     assert by_name["group"] >= max(v for k, v in by_name.items() if k != "group") + 30
 
@@ -202,7 +202,7 @@ def test_group_bound_is_below_every_schedule_of_rows_and_columns(spec: Spec, pic
     inst = Instance(phase, spec)
     found = solve_cpsat(inst, best_greedy(inst)[:2],
                         SolveParams.of({"time_limit": 20, "workers": 1, "seed": 0}))
-    bound = next(b for b in all_bounds(inst) if b.name == "group")
+    bound = next(b for b in all_bounds(inst, None) if b.name == "group")
     assert bound.value <= found.value, (bound, found.status)
 
 

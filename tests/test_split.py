@@ -67,7 +67,7 @@ def test_parts_share_no_lane_element_or_dependency() -> None:
 def test_split_is_valid_and_its_bound_below_the_proven_optimum(seed: int) -> None:
     phase = _copies(seed, 7, 4)
     inst = Instance(phase, SPEC)
-    inst.bound = best_bound(all_bounds(inst)).value
+    inst.bound = best_bound(all_bounds(inst, None)).value
     greedy = best_greedy(inst)[:2]
     params = SolveParams(time_limit=20, workers=1, seed=0)
     found = solve_split(inst, greedy, params, inner=solve_auto)
@@ -115,3 +115,25 @@ def test_one_part_is_left_to_the_other_stages() -> None:
     greedy = best_greedy(inst)[:2]
     found = solve_split(inst, greedy, SolveParams(time_limit=5), inner=solve_auto)
     assert found.status == Status.FALLBACK and found.extras["reason"] == "one part"
+
+
+def test_a_parts_bounds_end_when_the_stop_is_asked(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ctrl-C while split prices a part: the part's slow bound searches hear it (they did not,
+    and a part's clique search held the exit 3.5 s on a 100,000-fragment reduction), and no
+    part starts after it."""
+    import ipuopt.exchange.split as split_module
+
+    params = SolveParams(time_limit=20, workers=1, seed=0)
+    heard = []
+
+    def bounds(sub: Instance, enough):  # noqa: ANN001, ANN202 (Ctrl-C comes while a part is priced)
+        before = enough is not None and enough()
+        params.stop.request()
+        heard.append((before, enough is not None and enough()))
+        return all_bounds(sub, enough)
+
+    monkeypatch.setattr(split_module, "all_bounds", bounds)
+    inst = Instance(_copies(0, 7, 4, kinds=2), SPEC)
+    inst.bound = 0
+    solve_split(inst, best_greedy(inst)[:2], params, inner=solve_auto)
+    assert heard == [(False, True)]

@@ -114,7 +114,7 @@ def bounds_cmd(phase: Annotated[Path, typer.Argument(help="Phase file or bundled
                json_out: JsonOpt = False) -> None:
     """Lower bounds on the phase's optimal horizon, each by name."""
     ph, sp = load_phase(phase, spec)
-    bounds = all_bounds(Instance(ph, sp))
+    bounds = all_bounds(Instance(ph, sp), None)
     best = best_bound(bounds)
     if json_out:
         print(json.dumps({"phase": ph.name, "spec": sp.name, "transfers": len(ph.transfers),

@@ -473,9 +473,10 @@ def _rest_union(timings: list[Timing], cores: dict[int, tuple[int, int]], spec: 
     return max([single, *lane.values(), *(_ceil_div(v, 2) for v in pair.values())])
 
 
-def all_bounds(inst: Instance, enough: Callable[[], bool] | None = None) -> list[Bound]:
+def all_bounds(inst: Instance, enough: Callable[[], bool] | None) -> list[Bound]:
     """Every named bound; the group and clique searches, the slow ones, end early when
-    `enough()`."""
+    `enough()`. No default: a solver's stage passes its stop (`params.stop.is_set`), or
+    Ctrl-C would wait for the searches (split's parts did, 3.5 s a part); None runs them whole."""
     phase, spec, timings = inst.phase, inst.spec, inst.timings
     return [endpoint_bound(timings, spec), pair_bound(timings, spec),
             element_bound(timings, spec), dependency_bound(timings, phase),

@@ -69,7 +69,7 @@ def solve_split(inst: Instance, hint: Solution, params: SolveParams, progress: P
         waiting = sum(e > lower for j, e in enumerate(ends) if j not in tried) + 1
         first = groups[k][0]
         sub = Instance.of(inst.spec, [timings[i] for i in first])
-        sub.bound = best_bound(all_bounds(sub)).value
+        sub.bound = best_bound(all_bounds(sub, params.stop.is_set)).value
         ids = [timings[i].transfer.id for i in first]
         mine = ({t: starts[t] for t in ids}, {t: widths[t] for t in ids})
         # its own wall clock: with one worker and a seed CP-SAT counts deterministic time,
