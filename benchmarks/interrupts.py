@@ -76,7 +76,10 @@ def once(phase: Path, stage: str, spread: float, rng: random.Random, out: Path, 
         check = subprocess.run([*CLI, "validate", str(phase), str(out)], cwd=ROOT, capture_output=True,
                                env={**os.environ, "PYTHONPATH": str(ROOT)})
         whole = json.loads(out.read_text()).get("interrupted") is True and check.returncode == 0
-    return {"inside": inside, "ok": proc.returncode == 130 and took < 5, "whole": whole, "took": took}
+    ok = proc.returncode == 130 and took < 5
+    if not ok:  # what it was doing: the lines after the signal
+        print("".join(f"    | {x}" for x in lines[-6:]), file=sys.stderr, end="", flush=True)
+    return {"inside": inside, "ok": ok, "whole": whole, "took": took}
 
 
 def main() -> None:
