@@ -38,9 +38,12 @@ def once(phase: Path, stage: str, spread: float, rng: random.Random, out: Path, 
     """One interrupted run; None when the stage never came (the pipeline skipped it)."""
     out.unlink(missing_ok=True)
     args = ["solve", str(phase), "--solver", "auto", "--time-limit", str(limit), "--out", str(out)]
+    # SIGINT as a terminal gives it: a shell starts a background job with SIGINT ignored, and
+    # Python then keeps it ignored (this script run with `&` would measure nothing)
     proc = subprocess.Popen([*CLI, *args], cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                             text=True, env={**os.environ, "PYTHONPATH": str(ROOT),
-                                                       "IPUOPT_PROGRESS_AFTER": "0"})
+                                                       "IPUOPT_PROGRESS_AFTER": "0"},
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     lines: list[str] = []
     began, skipped = threading.Event(), threading.Event()
     later = STAGES[STAGES.index(stage) + 1:] if stage in STAGES else ()
