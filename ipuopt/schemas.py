@@ -121,7 +121,8 @@ def _arena() -> dict:
 
 
 def _workload() -> dict:
-    view = {"anyOf": [_STR, _obj({"tensor": _STR, "heads": _int(0), "transpose": {"type": "boolean"}},
+    view = {"anyOf": [_STR, _obj({"tensor": _STR, "heads": _int(0), "transpose": {"type": "boolean"},
+                                      "prepare": {"type": "boolean"}},
                                  ("tensor",))]}
     tensor = _obj({"shape": {"type": "array", "items": _int(1), "minItems": 2, "maxItems": 3},
                    "input": {"enum": [True, False, "host-split", "host-replicated"]},

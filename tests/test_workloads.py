@@ -252,3 +252,59 @@ def test_siglip_mlp_on_the_references_layouts_moves_and_adds_as_it_measured() ->
     # and its final reduction's adds take what the reference measured, 8,094 cycles, within 1%
     adds = next(c for c in gen.compute if c.label == "gemm2 (reduce)")
     assert abs(max(adds.cycles.values()) - 8094) <= 81
+
+
+def _prepared_mini_attention() -> dict:
+    """mini-attention with q, k and v prepared before the batched GEMMs, as the bundled SigLIP
+    attention's are (the reference compiler's Q/K/V preparation phases)."""
+    import yaml
+    from conftest import ROOT
+    doc = yaml.safe_load((ROOT / "models" / "mini-attention.yaml").read_text())
+    for op in doc["operators"]:
+        for key in ("a", "b"):
+            if isinstance(op.get(key), dict) and op[key]["tensor"] in ("q", "k", "v"):
+                op[key]["prepare"] = True
+    return doc
+
+
+@pytest.mark.parametrize("layouts", [{}, {"scores": "2x2x3/3x1", "context": "5x2x2/1x2/non-interleaved"}])
+def test_prepared_operands_move_into_their_homes_in_phases_of_their_own(layouts: dict) -> None:
+    """Each prepared operand: a unicast phase that moves it into its homes (one tile a block),
+    just before the GEMM's own input phase, which then multicasts it from those homes alone."""
+    from ipuopt.workloads.workload import workload_from_dict
+
+    spec = load_spec("test64")
+    wl = workload_from_dict(_prepared_mini_attention(), "prepared")
+    chosen = {k: GemmLayout.parse(v, spec) for k, v in layouts.items()}
+    gen = generate(wl, spec, chosen)
+    names = [gp.phase.name for gp in gen.phases]
+    for gemm, tensors in (("scores", ("q", "k")), ("context", ("v",))):
+        at = names.index(f"{gemm}-redistribution")
+        assert names[at - len(tensors):at] == [f"{gemm}-{t}-preparation" for t in tensors]
+        moving = gen.phases[at]
+        for t in tensors:
+            prep = gen.phases[names.index(f"{gemm}-{t}-preparation")]
+            assert prep.phase.transfers and all(len(x.dst) == 1 for x in prep.phase.transfers)
+            homes = {p.tile for p in moving.sources[t]}
+            assert [n.tiles for n in prep.needs[t]] == [(p.tile,) for p in moving.sources[t]]
+            assert {d.src for d in moving.deliveries if d.tensor == t} <= homes
+    for gp in gen.phases:
+        assert check_phase(gp.phase, spec) == []
+    _coverage(gen)
+    assert len(gen.phases) == len(generate(load_workload("mini-attention"), spec, chosen).phases) + 3
+
+
+@pytest.mark.parametrize(("where", "said"), [
+    (("qproj", "b"), "prepares wq: only a GEMM's operand that is moved"),
+    (("softmax", "in"), "prepares s"),
+    (("scores", "out"), "prepare is said of an operand, not of out"),
+])
+def test_only_a_gemms_moved_operand_can_be_prepared(where: tuple, said: str) -> None:
+    from ipuopt.workloads.workload import workload_from_dict
+
+    doc = _prepared_mini_attention()
+    op = next(o for o in doc["operators"] if o["name"] == where[0])
+    view = op[where[1]]
+    op[where[1]] = {**(view if isinstance(view, dict) else {"tensor": view}), "prepare": True}
+    with pytest.raises(InputError, match=said):
+        workload_from_dict(doc, "bad")

@@ -92,15 +92,18 @@ class Catalogue:
                 label = need_label(op, which, c)
                 needs[t] = label
                 self.needs.setdefault(label, (op, which, c))
-                blocks[t] = (bb * (mb * kb if which == 0 else kb * nb), lay.cols if which == 0 else lay.rows)
+                # a prepared operand is moved to its homes alone (one tile a block)
+                blocks[t] = (bb * (mb * kb if which == 0 else kb * nb),
+                             1 if op.inputs[which].prepare else lay.cols if which == 0 else lay.rows)
             self.origin.setdefault(c.output, (op, c))
-            doc = {"id": lay.label, "compute": c.compute_cycles,
-                   "exchange": own["weights"] + own["reduction"], "memory": dict(c.memory),
-                   "needs": needs, "output": c.output,
+            exchange = own["weights"] + own["prepared"] + own["reduction"]
+            doc = {"id": lay.label, "compute": c.compute_cycles, "exchange": exchange,
+                   "memory": dict(c.memory), "needs": needs, "output": c.output,
                    "holds": {self.act: spec.aligned(piece * wl.elem_bytes)},
                    "why": {"tiles": c.tiles_used, "groups": c.groups, "block": [bb, mb, kb, nb],
-                           "piece": piece, "weights": own["weights"], "reduction": own["reduction"]}}
-            out.append(Cand(doc, c.compute_cycles + own["weights"] + own["reduction"], c, blocks))
+                           "piece": piece, "weights": own["weights"], "reduction": own["reduction"],
+                           **({"prepared": own["prepared"]} if own["prepared"] else {})}}
+            out.append(Cand(doc, c.compute_cycles + exchange, c, blocks))
         self.say(f"{op.name}: {len(out)} candidates priced in {time.perf_counter() - t0:.1f} s")
         return out
 

@@ -16,7 +16,7 @@ from ipuopt.layout.pricing import Held, input_held, move_bounds, move_floor, out
 from ipuopt.layout.pruning import floors_of
 from ipuopt.params import Stopped
 from ipuopt.workloads.boxes import volume as volume_of
-from ipuopt.workloads.geometry import operand_needs
+from ipuopt.workloads.geometry import home_needs, operand_needs
 from ipuopt.workloads.records import Need
 
 BATCH = 8192  # held pieces x needs' lists priced in one pass: few for large layouts
@@ -144,7 +144,8 @@ class Moves:
         """What the candidates of need label `need` receive."""
         if need not in self.need_boxes:
             nop, which, nc = self.cat.needs[need]
-            self.need_boxes[need] = operand_needs(self.wl, nop, nc, which, 0)
+            needs = home_needs if nop.inputs[which].prepare else operand_needs
+            self.need_boxes[need] = needs(self.wl, nop, nc, which, 0)
         return self.need_boxes[need]
 
     def probe_needs(self, need: str, tiles: int) -> list[Need]:

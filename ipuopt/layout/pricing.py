@@ -26,7 +26,7 @@ import numpy as np
 from ipuopt.exchange.timing import payload_cycles
 from ipuopt.spec import Spec
 from ipuopt.workloads.allocation import SpmdAllocator
-from ipuopt.workloads.boxes import Range, nth, split, volume, widths
+from ipuopt.workloads.boxes import Range, View, nth, split, volume, widths
 from ipuopt.workloads.fragments import Grain, cuts_keep_alignment, lane_work, paired_runs, runs_of
 from ipuopt.workloads.gemm import PARTIAL_BYTES, Candidate, GemmLayout
 from ipuopt.workloads.geometry import default_input_layout, grid_tile, operand_needs, output_pieces, splits
@@ -302,20 +302,28 @@ def input_held(wl: Workload, tensor: str, spec: Spec) -> Held:
 def own_exchange(wl: Workload, op: Operator, c: Candidate, spec: Spec, grain: Grain = None,
                  memo: dict[tuple, int] | None = None) -> dict[str, int]:
     """Load bounds of the GEMM's own phases, in closed form: the weight broadcast (when B is
-    a weight) and the reduction (when P > 1). The largest block holds the busiest lanes.
+    a weight), the broadcast of prepared operands from their homes (`prepared`, the most of
+    them: they share the input phase) and the reduction (when P > 1). The largest block
+    holds the busiest lanes.
     Both move whole stored boxes (one run each), so only a grain cuts them. `memo` (one per
     workload, spec and grain) keeps each figure for the candidates that share its inputs:
     the weight region, say, changes neither."""
     lay = c.layout
     batch, m, k, n = wl.gemm_dims(op)
     memo = {} if memo is None else memo
-    out = {"weights": 0, "reduction": 0}
-    if wl.tensors[op.inputs[1].tensor].weight and lay.rows > 1:
-        key = ("weights", op.name, c.batches_per_group, math.ceil(k / lay.parts), math.ceil(n / lay.cols),
-               lay.rows)
+    out = {"weights": 0, "prepared": 0, "reduction": 0}
+    a_block = (c.batches_per_group, math.ceil(m / lay.rows), math.ceil(k / lay.parts))
+    b_block = (c.batches_per_group, math.ceil(k / lay.parts), math.ceil(n / lay.cols))
+    for which, (block, receivers) in enumerate(((a_block, lay.cols), (b_block, lay.rows))):
+        view = op.inputs[which]
+        # a weight is homed as B only (`gen` reads a weight A as it reads a graph input)
+        kind = "prepared" if view.prepare else "weights" if which and wl.tensors[view.tensor].weight else None
+        if kind is None or receivers < 2:
+            continue
+        key = ("broadcast", op.name, which, *block, receivers)
         if key not in memo:
-            memo[key] = _weights_bound(wl, op, spec, grain, *key[2:])
-        out["weights"] = memo[key]
+            memo[key] = _broadcast_bound(wl, view, spec, grain, block, receivers)
+        out[kind] = max(out[kind], memo[key])
     if lay.parts > 1:
         key = ("reduction", op.name, c.batches_per_group, c.groups, lay.rows, lay.cols, lay.sub_a,
                lay.sub_b, lay.parts)
@@ -325,14 +333,14 @@ def own_exchange(wl: Workload, op: Operator, c: Candidate, spec: Spec, grain: Gr
     return out
 
 
-def _weights_bound(wl: Workload, op: Operator, spec: Spec, grain: Grain, bb: int, kb: int, nb: int,
-                   rows: int) -> int:
-    """Row 0's weight blocks multicast to the other `rows` - 1 rows."""
+def _broadcast_bound(wl: Workload, view: View, spec: Spec, grain: Grain, block: tuple[int, int, int],
+                     receivers: int) -> int:
+    """A home's block (weights on row 0, a prepared operand on its row or column's first
+    tile) multicast to the other `receivers` - 1 tiles that need it."""
     ex = spec.exchange
-    b_view = op.inputs[1]
-    boxes = b_view.to_stored(((0, bb), (0, kb), (0, nb)), wl.tensors[b_view.tensor].shape)
+    boxes = view.to_stored(tuple((0, x) for x in block), wl.tensors[view.tensor].shape)  # type: ignore[arg-type]
     nbytes = [volume(b) * wl.elem_bytes for b in boxes]
-    chunks = math.ceil((rows - 1) / ex.max_fanout)
+    chunks = math.ceil((receivers - 1) / ex.max_fanout)
     tx = chunks * int(box_work(nbytes, spec, grain, lambda w: ex.tx_overhead + fastest_of(w, spec)).sum())
     rx = int(box_work(nbytes, spec, grain, lambda w: ex.rx_lead + fastest_of(w, spec)).sum())
     return max(tx + spec.latency(0, 1), rx + ex.tx_overhead + spec.latency(0, 1) - ex.rx_lead)
@@ -365,12 +373,16 @@ def inflow_floor(wl: Workload, op: Operator, c: Candidate, spec: Spec, grain: Gr
     """A floor of the load bound of the GEMM's input phase, whatever its producers leave: one
     tile's receive lane carries its weight block (a row off the home row receives it whole,
     a run per stored box) and, of each moved operand, its block less the most any tile holds
-    of that tensor (`largest`, elements), one run at least. `move_floor` and the weights'
-    bound count each part alone; on one receive lane they add up."""
+    of that tensor (`largest`, elements), one run at least; of a prepared operand, its whole
+    block from its home, on a tile off its home row (B) or column (A) where there is one.
+    `move_floor` and the weights' bound count each part alone; on one receive lane they add up."""
     ex = spec.exchange
     lay = c.layout
-    weight = wl.tensors[op.inputs[1].tensor].weight
-    bl, rr, kk, cc = _widest(wl, op, c, 1 if weight and lay.rows > 1 else 0)  # row 0 holds the weights
+    a_view, b_view = op.inputs
+    homed_b = wl.tensors[b_view.tensor].weight or b_view.prepare
+    # the tile: row 0 holds B's homes, column 0 a prepared A's
+    bl, rr, kk, cc = _widest(wl, op, c, 1 if homed_b and lay.rows > 1 else 0,
+                             1 if a_view.prepare and lay.cols > 1 else 0)
     rx = 0
 
     def receive(nbytes: list[int]) -> int:
@@ -381,7 +393,11 @@ def inflow_floor(wl: Workload, op: Operator, c: Candidate, spec: Spec, grain: Gr
         view = op.inputs[which]
         if wl.tensors[view.tensor].replicated:
             continue  # the host writes it where it is read: nothing of it arrives on chip
-        if not wl.tensors[view.tensor].weight:
+        if view.prepare:
+            if (lay.cols if which == 0 else lay.rows) > 1:
+                boxes = view.to_stored(box, wl.tensors[view.tensor].shape)
+                rx += receive([volume(b) * wl.elem_bytes for b in boxes])
+        elif not wl.tensors[view.tensor].weight:
             rest = volume(box) - largest.get(view.tensor, 0)
             rx += receive([rest * wl.elem_bytes])
         elif which == 1 and lay.rows > 1:
@@ -463,13 +479,14 @@ def _home_pairs(spec: Spec, lay: GemmLayout, g: int, p: int) -> list[int]:
     return np.flatnonzero(partners(spec)[homes[:-1]] == homes[1:]).tolist()
 
 
-def _widest(wl: Workload, op: Operator, c: Candidate, row: int) -> tuple[Range, Range, Range, Range]:
-    """The batch, M, K and N ranges of group 0, grid row `row`, partial 0, column 0 (`splits`'
-    first ranges are its widest)."""
+def _widest(wl: Workload, op: Operator, c: Candidate, row: int, col: int = 0
+            ) -> tuple[Range, Range, Range, Range]:
+    """The batch, M, K and N ranges of group 0, grid row `row`, partial 0, column `col`
+    (`splits`' first ranges are its widest)."""
     batch, m, k, n = wl.gemm_dims(op)
     lay = c.layout
     return ((0, min(batch, c.batches_per_group)), nth(m, lay.rows, row), nth(k, lay.parts, 0),
-            nth(n, lay.cols, 0))
+            nth(n, lay.cols, col))
 
 
 def _core_lead(spec: Spec) -> int:

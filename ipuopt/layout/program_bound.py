@@ -57,7 +57,7 @@ from ipuopt.params import SolveParams, Stopped
 from ipuopt.spec import Spec
 from ipuopt.workloads.fragments import Grain, grain_name, lane_work
 from ipuopt.workloads.gemm import PARTIAL_BYTES, Candidate
-from ipuopt.workloads.geometry import operand_needs, reduction_sends, weight_home
+from ipuopt.workloads.geometry import operand_home, operand_needs, reduction_sends
 from ipuopt.workloads.workload import Operator, Workload
 
 MAX_CANDIDATES = 8000  # per GEMM in the model; the rest are bounded by `outside`
@@ -101,7 +101,7 @@ class _Terms:
 
     multiply: int
     reduce: int  # reduce-add of the partials (0 with P = 1)
-    weights: int  # load bound of the weight broadcast (part of the input phase)
+    weights: int  # load bound of the broadcasts from homes (weights, prepared operands; input phase)
     inflow: int  # the input phase's floor (`pricing.inflow_floor`, `pricing.row_pair_floor`)
     reduction: int  # load bound of the reduction phase (0 with P = 1)
     parts: int
@@ -131,7 +131,9 @@ def _terms(cat: Catalogue, op: Operator, c: Cand, largest: dict[str, int], memo:
         memo[key] = max(f(cat.wl, op, c.source, cat.spec, cat.grain, largest)  # type: ignore[arg-type]
                         for f in (inflow_floor, row_pair_floor))
     inflow = memo[key]
-    return _Terms(c.doc["compute"] - reduce, reduce, why["weights"], inflow, reduction, parts, passes)
+    # the broadcasts from homes (weights, prepared operands) share the input phase: the most
+    homed = max(why["weights"], why.get("prepared", 0))
+    return _Terms(c.doc["compute"] - reduce, reduce, homed, inflow, reduction, parts, passes)
 
 
 def _pair_reduction(cat: Catalogue, op: Operator, c: Cand) -> int:
@@ -293,20 +295,23 @@ def _phase_price(moves: Moves, model: _BoundModel, g: str, i: int,
     wl, spec, grain = cat.wl, cat.spec, cat.grain
     op, c = _gemm(model, g, i)
     lanes = Lanes(spec, pairs=True)
-    if wl.tensors[op.inputs[1].tensor].weight:
-        home = Held.of(weight_home(wl, op, c, 0))
-        move_lanes(home, operand_needs(wl, op, c, 1, 0), wl.elem_bytes, spec, grain, lanes)
+    homes: dict[str, Held] = {}  # operands multicast from their homes: weights, prepared ones
+    for which, v in enumerate(op.inputs):
+        if v.prepare or (which == 1 and wl.tensors[v.tensor].weight):
+            homes[v.tensor] = Held.of(operand_home(wl, op, c, which, 0))
+            move_lanes(homes[v.tensor], operand_needs(wl, op, c, which, 0), wl.elem_bytes, spec, grain, lanes)
     have = {t: INPUT_LAYOUT for _, t in cat.inputs(op)}
     for h, label in haves:
         for _, t in cat.inputs(op):
             if model.prog.layout_of(t) == h:
                 have[t] = label
     for which, t in cat.inputs(op):
-        if have[t] != model.held[g][i].doc["needs"][t]:
+        if t not in homes and have[t] != model.held[g][i].doc["needs"][t]:
             move_lanes(moves.held_of(t, have[t]), operand_needs(wl, op, c, which, 0), wl.elem_bytes,
                        spec, grain, lanes)
     a = op.inputs[0].tensor
-    rows = row_pair_bound(wl, op, c, spec, grain, moves.held_of(a, have[a])) if a in have else 0
+    held_a = homes[a] if a in homes else moves.held_of(a, have[a]) if a in have else None
+    rows = row_pair_bound(wl, op, c, spec, grain, held_a) if held_a is not None else 0
     return max(lanes.bound(), rows)
 
 
@@ -405,10 +410,17 @@ class _BoundModel:
                 group.append((h, [tm.elementwise for tm in terms[h]]))
                 continue
             g, ts = op.name, terms[op.name]
+            moved = []
+            for which, t in self.cat.inputs(op):
+                if op.inputs[which].prepare:  # a phase of its own: the move into its homes
+                    out.append(_Boundary(f"{g}-{t}-preparation", None, False, group, [(g, [sync] * len(ts))],
+                                         moves=[(self.prog.layout_of(t), g, t)]))
+                    group = []
+                else:
+                    moved.append((self.prog.layout_of(t), g, t))
             reading_input = any(self.cat.wl.tensors[v.tensor].input for v in op.inputs)
             b = _Boundary(f"{g}-{'input' if reading_input else 'redistribution'}", g, False, group,
-                          [(g, [sync] * len(ts))], [(g, [max(tm.weights, tm.inflow) for tm in ts])])
-            b.moves = [(self.prog.layout_of(t), g, t) for _, t in self.cat.inputs(op)]
+                          [(g, [sync] * len(ts))], [(g, [max(tm.weights, tm.inflow) for tm in ts])], moved)
             out.append(b)
             if any(tm.parts > 1 for tm in ts):
                 out.append(_Boundary(f"{g}-reduction", g, True,

@@ -39,7 +39,8 @@ class GreedyPricer:
     def _phase(self, op: Operator, c: Candidate, held: dict[str, list[Piece]], alloc: SpmdAllocator,
                tensors: set[str]) -> dict[str, int]:
         """Greedy horizons of the operator's phases as `gen` emits them from the pieces in
-        `held`, counting the transfers of `tensors` only: input -> cycles, reduction -> cycles.
+        `held`, counting the transfers of `tensors` only: input, preparation (of a prepared
+        operand into its homes) and reduction -> cycles.
         A graph input A not in `held` arrives as `gen` allocates it (so the first operator's
         buffers are where `gen` puts them); other inputs not in `held` are not moved."""
         gen = Generation(self.wl, self.spec, {op.name: c}, self.grain)
@@ -48,24 +49,27 @@ class GreedyPricer:
             held.setdefault(a, [])
         held.setdefault(b, [])
         gemm_phases(gen, op, c, held, alloc, 1)
-        out = {"input": 0, "reduction": 0}
+        out = {"input": 0, "preparation": 0, "reduction": 0}
         for gp in gen.phases:
             mine = {t for d in gp.deliveries if d.tensor in tensors for t in d.transfers}
             phase = Phase(spec_ref=self.spec.name, name=gp.phase.name,
                           transfers=[t for t in gp.phase.transfers if t.id in mine])
-            out["reduction" if gp.phase.name.endswith("-reduction") else "input"] = self._horizon(phase)
+            kind = next((k for k in ("reduction", "preparation") if gp.phase.name.endswith(f"-{k}")), "input")
+            out[kind] += self._horizon(phase)
         return out
 
     def own(self, op: Operator, c: Candidate) -> dict[str, int]:
-        """Greedy horizons of the candidate's weight broadcast and reduction."""
-        weight = [v.tensor for v in op.inputs if self.wl.tensors[v.tensor].weight]
-        got = self._phase(op, c, {}, SpmdAllocator(self.spec), {*weight, f"{op.name}.partial"})
+        """Greedy horizons of the candidate's broadcasts from homes (weights, prepared
+        operands) and reduction."""
+        homed = [v.tensor for v in op.inputs if self.wl.tensors[v.tensor].weight or v.prepare]
+        got = self._phase(op, c, {}, SpmdAllocator(self.spec), {*homed, f"{op.name}.partial"})
         return {"weights": got["input"], "reduction": got["reduction"]}
 
     def move(self, tensor: str, source: tuple[Operator, Candidate] | None, op: Operator,
              c: Candidate) -> int:
         """Greedy horizon of moving `tensor` (a graph input when `source` is None, else the
-        output of GEMM candidate `source`) into the layout candidate `c` of `op` needs."""
+        output of GEMM candidate `source`) into the layout candidate `c` of `op` needs (a
+        prepared operand: into its homes, its preparation phase)."""
         alloc = SpmdAllocator(self.spec)
         held: dict[str, list[Piece]] = {}
         if source is not None:
@@ -75,4 +79,5 @@ class GreedyPricer:
             held[tensor] = [Piece(p.tile, p.box, base + p.addr) for p in at_zero]
         elif tensor == op.inputs[1].tensor:  # gen allocates a graph input only as A
             held[tensor] = default_input_layout(self.wl, self.spec, tensor, alloc, 0)
-        return self._phase(op, c, held, alloc, {tensor})["input"]
+        prepared = any(v.tensor == tensor and v.prepare for v in op.inputs)
+        return self._phase(op, c, held, alloc, {tensor})["preparation" if prepared else "input"]

@@ -57,12 +57,16 @@ class View:
     """How an operator sees a stored tensor: per-head split and/or transpose.
 
     Stored tensors are 3-D ([1, rows, cols] for matrices). `heads` views a
-    [1, T, H*D] tensor as [H, T, D]; `transpose` swaps the last two view dims.
+    [1, T, H*D] tensor as [H, T, D]; `transpose` swaps the last two view dims. `prepare`
+    (a GEMM's operand): moved first into its home, one tile per block of the GEMM's grid, in a
+    phase of its own, then multicast from there as weights are (the reference compiler's
+    Q/K/V preparation before its batched attention GEMMs).
     """
 
     tensor: str
     heads: int = 0
     transpose: bool = False
+    prepare: bool = False
 
     def shape(self, stored: tuple[int, int, int]) -> tuple[int, int, int]:
         b, r, c = stored

@@ -66,18 +66,21 @@ def operand_needs(wl: Workload, op: Operator, cand: Candidate, which: int, addr:
     return out
 
 
+def operand_home(wl: Workload, op: Operator, cand: Candidate, which: int, addr: int) -> list[Piece]:
+    """An operand stored once, each block on the first tile that needs it (B: row 0 of the
+    grid, A: column 0), to be multicast to the others: where weights live, and where a
+    prepared operand is moved first."""
+    return [Piece(n.tiles[0], n.box, n.addr) for n in operand_needs(wl, op, cand, which, addr)]
+
+
+def home_needs(wl: Workload, op: Operator, cand: Candidate, which: int, addr: int) -> list[Need]:
+    """What a prepared operand's preparation phase delivers: each block to its home alone."""
+    return [Need(n.tiles[:1], n.box, n.addr) for n in operand_needs(wl, op, cand, which, addr)]
+
+
 def weight_home(wl: Workload, op: Operator, cand: Candidate, addr: int) -> list[Piece]:
     """A weight B is stored once, on row 0 of the grid, and broadcast to the other rows."""
-    bsplit, _, ksplit, nsplit = splits(wl, op, cand)
-    home: list[Piece] = []
-    for g, bl in enumerate(bsplit):
-        for p, kk in enumerate(ksplit):
-            for c, cc in enumerate(nsplit):
-                off = addr
-                for sb in stored(op.inputs[1], wl, (bl, kk, cc)):
-                    home.append(Piece(grid_tile(cand.layout, g, 0, c, p), sb, off))
-                    off += volume(sb) * wl.elem_bytes
-    return home
+    return operand_home(wl, op, cand, 1, addr)
 
 
 def owned_pieces(lay: GemmLayout, block: Box):

@@ -41,7 +41,9 @@ from ipuopt.workloads.gemm import (
 from ipuopt.workloads.geometry import (
     default_input_layout,
     grid_tile,
+    home_needs,
     layout_bytes,
+    operand_home,
     operand_needs,
     output_pieces,
     reduction_routes,
@@ -126,10 +128,18 @@ def gemm_phases(gen: Generation, op: Operator, cand: Candidate, held: dict[str, 
     if a_view.tensor not in held and a_view.tensor not in hosted:
         held[a_view.tensor] = default_input_layout(wl, spec, a_view.tensor, alloc, step)
     sources: dict[str, list[Piece]] = {}
+    for which, (v, addr) in enumerate(((a_view, a_addr), (b_view, b_addr))):
+        if v.prepare:  # first into its homes, a phase of its own; multicast from there below
+            home = home_needs(wl, op, cand, which, addr)
+            prep = Router(wl, spec, f"{op.name}-{v.tensor}-preparation", gen.grain)
+            prep.route(v.tensor, held[v.tensor], home, e)
+            gen.phases.append(prep.phase({v.tensor: home}, {v.tensor: held[v.tensor]}, step))
+            sources[v.tensor] = operand_home(wl, op, cand, which, addr)
     for v in (a_view, b_view):
         if v.tensor not in sources and v.tensor not in hosted:
             sources[v.tensor] = held[v.tensor]
-            router.route(v.tensor, held[v.tensor], needs[v.tensor], e)
+    for t, pieces in sources.items():
+        router.route(t, pieces, needs[t], e)
     gen.phases.append(router.phase({t: n for t, n in needs.items() if t not in hosted}, sources, step))
     macs = Compute(f"{op.name} (multiply)", len(gen.phases), {})
     rate = spec.compute[f"{wl.dtype}_macs_per_cycle"]

@@ -69,22 +69,23 @@ def _view(raw: Any, where: str, tensors: dict, file: str, problems: list[Problem
     if not isinstance(raw, dict) or not isinstance(raw.get("tensor"), str) or raw["tensor"] not in tensors:
         problems.append(Problem(file, where, f"unknown tensor {raw!r}"))
         return None
-    unknown = set(raw) - {"tensor", "heads", "transpose"}
+    unknown = set(raw) - {"tensor", "heads", "transpose", "prepare"}
     if unknown:
         problems.append(Problem(file, f"{where}.{sorted(unknown)[0]}", "unknown key"))
     heads = raw.get("heads", 0)
     if not isinstance(heads, int) or isinstance(heads, bool) or heads < 0:
         problems.append(Problem(file, f"{where}.heads", f"must be an integer >= 0, got {heads!r}"))
         return None
-    if not isinstance(raw.get("transpose", False), bool):
-        problems.append(Problem(file, f"{where}.transpose", "true or false"))
-        return None
+    for key in ("transpose", "prepare"):
+        if not isinstance(raw.get(key, False), bool):
+            problems.append(Problem(file, f"{where}.{key}", "true or false"))
+            return None
     if heads:
         shape = tensors[raw["tensor"]].shape
         if shape[0] != 1 or shape[2] % heads:
             problems.append(Problem(file, f"{where}.heads",
                                     f"{heads} heads do not divide the columns of {shape}"))
-    return View(raw["tensor"], int(heads), bool(raw.get("transpose", False)))
+    return View(raw["tensor"], int(heads), bool(raw.get("transpose", False)), bool(raw.get("prepare", False)))
 
 
 def workload_from_dict(doc: Any, file: str = "") -> Workload:
@@ -164,8 +165,13 @@ def workload_from_dict(doc: Any, file: str = "") -> Workload:
                                         f"batch {op.batch}"))
         elif tensors[op.inputs[0].tensor].shape != tensors[op.out.tensor].shape:
             problems.append(Problem(file, f"operator {op.name}", "elementwise in and out differ in shape"))
+        if op.out.prepare:
+            problems.append(Problem(file, f"operator {op.name}", "prepare is said of an operand, not of out"))
         for v in op.inputs:
             wl.consumers.setdefault(v.tensor, []).append(op.name)
+            if v.prepare and (op.kind != "gemm" or tensors[v.tensor].weight or tensors[v.tensor].replicated):
+                problems.append(Problem(file, f"operator {op.name}", f"prepares {v.tensor}: only a GEMM's "
+                                        "operand that is moved (not a weight, nor host-replicated) can be"))
             if tensors[v.tensor].replicated and op.kind != "gemm":
                 problems.append(Problem(file, f"operator {op.name}", f"reads {v.tensor}, a host-replicated "
                                         "input: only a GEMM can (the host writes the blocks it reads)"))
