@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from ipuopt.errors import InputError
 from ipuopt.exchange.bounds import endpoint_bound, group_bound, pair_bound
 from ipuopt.exchange.phase import Phase, paired_possible
 from ipuopt.exchange.solve import solve
@@ -236,3 +237,37 @@ def test_an_input_phase_takes_at_least_its_floors(workload: str, grain, tmp_path
     # with a hosted input only the second GEMM's input phase has row pairs to count
     least = 3 if workload == "hosted" else 5
     assert positive["inflow_floor"] >= 12 and min(positive.values()) >= least, positive
+
+
+@pytest.mark.parametrize("label", ["2x4x4/1x1", "2x4x4/2x1", "3x2x6/1x2", "2x2x3/1x1"])
+def test_fewer_pieces_than_partials_reduce_onto_fewer_tiles_and_price_below_the_phase(label: str) -> None:
+    """A*B < P (the reference reduces nine partials onto one tile a block): the first A*B
+    partials reduce, the others send their whole block; the reduction's prices (the load
+    bound `reduction_lanes`, the candidate's own `reduction`, the closed-form pair bound)
+    stay below the generated phase's endpoint and pair bounds, and each owner receives
+    P - 1 pieces."""
+    from ipuopt.layout.candidates import Cand
+    from ipuopt.layout.pricing import own_exchange
+    from ipuopt.layout.program_bound import _pair_reduction, reduction_lanes
+    from ipuopt.workloads.gemm import GemmLayout, price
+
+    wl = load_workload("mini-mlp")
+    cat = Catalogue(wl, SPEC, 0.5, None, lambda _m: None, lambda: None)
+    op = next(o for o in wl.operators if o.name == "gemm1")
+    lay = GemmLayout.parse(label, SPEC)
+    c = price(wl, op, lay, SPEC)
+    assert c is not None and lay.sub_a * lay.sub_b < lay.parts
+    gen = generate(wl, SPEC, {"gemm1": lay})
+    phase = next(gp for gp in gen.phases if gp.phase.name == "gemm1-reduction")
+    owners = Counter(t for need in phase.needs["gemm1.partial"] for t in need.tiles)
+    pieces = lay.sub_a * lay.sub_b
+    assert len(owners) == c.groups * lay.rows * lay.cols * pieces  # one tile per piece of each block
+    assert set(owners.values()) == {lay.parts - 1}
+    tm = phase_timings(phase.phase, SPEC)
+    endpoint, pair = endpoint_bound(tm, SPEC).value, pair_bound(tm, SPEC).value
+    own = own_exchange(wl, op, c, SPEC)["reduction"]
+    assert 0 < reduction_lanes(cat, op, c).bound() <= max(endpoint, pair)
+    assert 0 < own <= max(endpoint, pair)
+    assert _pair_reduction(cat, op, Cand({}, 0, c)) <= pair
+    with pytest.raises(InputError, match="more pieces than the 4 partials"):
+        GemmLayout.parse("2x4x4/3x2", SPEC)

@@ -51,8 +51,9 @@ def test_utilisation_filter_and_memory_limit() -> None:
     assert price(wl, gemm1, GemmLayout.parse("1x1x1", spec), spec) is None
     fits = price(wl, gemm1, GemmLayout.parse("4x92x4/4x1", spec), spec)
     assert fits is not None and fits.tiles_used == 1472
-    with pytest.raises(InputError):
-        GemmLayout.parse("4x92x4/3x1", spec)
+    with pytest.raises(InputError, match="more pieces than the 4 partials"):
+        GemmLayout.parse("4x92x4/3x2", spec)
+    assert GemmLayout.parse("4x92x4/1x1", spec).sub_a == 1  # all four partials onto one tile a block
 
 
 def test_batched_groups() -> None:

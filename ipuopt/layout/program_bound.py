@@ -139,7 +139,8 @@ def _terms(cat: Catalogue, op: Operator, c: Cand, largest: dict[str, int], memo:
 def _pair_reduction(cat: Catalogue, op: Operator, c: Cand) -> int:
     """The pair bound of a reduction in closed form: tiles 0 and 1 (a pair on the specs that
     pair them) are grid tiles of group 0 and each sends every piece of its block but its own,
-    P - 1 pieces of at least the smallest piece's size."""
+    A*B - 1 pieces at least (P - 1 when every partial owns one), each of at least the smallest
+    piece's size."""
     spec, src = cat.spec, c.source
     assert src is not None
     lay = src.layout
@@ -151,7 +152,7 @@ def _pair_reduction(cat: Catalogue, op: Operator, c: Cand) -> int:
         return 0
     one = lane_work(np.ones(1, dtype=np.int64), np.array([piece * PARTIAL_BYTES]), cat.grain,
                     lambda w: pair_cost(w, spec), spec.exchange.word_bytes)
-    return (lay.parts - 1) * int(one[0]) + spec.latency(0, 1)
+    return (lay.sub_a * lay.sub_b - 1) * int(one[0]) + spec.latency(0, 1)
 
 
 class _Program:
