@@ -5,8 +5,10 @@ holds which box, at which address). A GEMM needs its A blocks multicast along
 the grid's columns and its B blocks along the rows (weights are stored once, on
 row 0 of the grid, and broadcast); these needs are routed from the current
 layouts (phase `<op>-input` when reading a graph input, `<op>-redistribution`
-otherwise). With P > 1 partials, phase `<op>-reduction` sends every partial
-piece to its owner. Elementwise operators run in place on their input layout.
+otherwise). An operand marked `prepare` is first moved into its homes (one tile
+a block, as weights are homed) in a phase of its own, `<op>-<tensor>-preparation`,
+and multicast from there. With P > 1 partials, phase `<op>-reduction` sends every
+partial piece to its owner. Elementwise operators run in place on their input layout.
 
 Addresses come from an SPMD first-fit allocator (one offset per buffer on all
 tiles, 8-byte aligned): every operator allocates its A, B, partial, receive
