@@ -114,12 +114,14 @@ def test_auto_colours_large_phases_and_credits_colour_only_when_it_helped() -> N
     # and a one-word send from each group to the next: one part, not ten (auto would split it)
     links = [{"id": f"link{g}", "src": groups[g][0], "dst": [groups[g + 1][0]], "words": 1} for g in range(9)]
     phase = make_phase(spec, *kept, *links)
-    params = {"time_limit": 4, "workers": 1, "seed": 0}
+    # colour has a fifth of the limit: 2.4 s, room for a busy machine (at 4 s it had 0.8);
+    # below 30 s auto starts with it (the non-delay greedy comes first from 30 s on)
+    params = {"time_limit": 12, "workers": 1, "seed": 0}
     s = solve(phase, spec, "auto", params)
     assert s.extras["methods"][0] == "colour"
     assert s.value <= s.extras["colour_horizon"] < s.extras["greedy_horizon"]
     uneven = random_phase(spec, 400, seed=1, max_words=400)  # payloads 1..400 words: no rounds
-    s = solve(uneven, spec, "auto", params)
+    s = solve(uneven, spec, "auto", {**params, "time_limit": 4})
     assert "colour_horizon" not in s.extras and s.method != "auto/colour"
 
 
