@@ -269,6 +269,32 @@ def test_a_pricing_that_cannot_end_in_time_stops_at_once():
     assert roomy["kept"]["pairs_probed"] > 64 and "partial" not in roomy["kept"]
 
 
+def test_listing_the_pairs_to_price_asks_the_clock(monkeypatch):
+    """The pairs a plan could use are listed before any is priced: millions on an attention
+    block, so the listing itself asks the clock (it did not: an optimize of SigLIP attention
+    was still listing at 675 s of a 600 s limit)."""
+    import math
+
+    import ipuopt.layout.moves as moves_module
+    from ipuopt.layout.candidates import Catalogue
+    from ipuopt.layout.moves import Moves
+    from ipuopt.params import Stopped
+
+    wl, spec = load_workload("mini-mlp"), load_spec("test64")
+    cat = Catalogue(wl, spec, 0.5, None, lambda _m: None, lambda: None)
+    moves = Moves(cat)
+    moves.refresh(cat.cands, exact=False)
+    monkeypatch.setattr(moves_module, "CHECK_EVERY", 64)
+    assert len(list(moves._pairs(cat.cands, math.inf))) > 64
+
+    def late() -> None:
+        raise Stopped
+
+    cat.check = late
+    with pytest.raises(Stopped):
+        list(moves._pairs(cat.cands, math.inf))
+
+
 def test_regions_off_alignment_price_every_run_as_one_that_may_pair():
     """Offsets in a buffer say whether its addresses are aligned only when every region starts
     aligned; a region 4 bytes off must not make a price exceed the generated phase's load

@@ -24,6 +24,7 @@ BATCH = 8192  # held pieces x needs' lists priced in one pass: few for large lay
 # most (chosen once per need layout: cheap, rules out most pairs), then those that receive the most
 # of this very move (most of the rest)
 PROBES = (1, 8)
+CHECK_EVERY = 1 << 16  # pairs looked at between two questions to the clock (`Moves._pairs`)
 
 
 class Moves:
@@ -214,8 +215,11 @@ class Moves:
     def _pairs(self, cands: dict[str, list[Cand]], limit: float
                ) -> Iterator[tuple[str, str, str, float, int | None]]:
         """(tensor, held layout, need, the plan's least cycles without this move, the move's
-        cycles when already priced exactly) of every pair a plan within `limit` could use."""
+        cycles when already priced exactly) of every pair a plan within `limit` could use.
+        Millions of pairs on an attention block: the clock is asked every `CHECK_EVERY` (it was
+        not, and `optimize siglip-attention --time-limit 600` was still listing pairs at 675 s)."""
         groups, floors, least, total = floors_of(self.cat, cands)
+        looked = 0
         head_of = {m.name: h for h, ms in groups.items() for m in ms}
         for op in self.cat.ops:
             if op.kind != "gemm":
@@ -243,6 +247,10 @@ class Moves:
                     best_p, rest = {INPUT_LAYOUT: 0}, total - least[op.name]
                     piece = {INPUT_LAYOUT: self.held_of(t, INPUT_LAYOUT).largest()}
                 for n, fc in best_c.get(t, {}).items():
+                    looked += len(best_p)
+                    if looked >= CHECK_EVERY:
+                        looked = 0
+                        self.cat.check()
                     for o, fp in best_p.items():
                         if fp + fc + rest > limit or o == n:
                             continue
