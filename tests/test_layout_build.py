@@ -293,6 +293,17 @@ def test_listing_the_pairs_to_price_asks_the_clock(monkeypatch):
     cat.check = late
     with pytest.raises(Stopped):
         list(moves._pairs(cat.cands, math.inf))
+    # and pricing them makes each held layout when it comes to it, asking the clock first
+    # (all of them were made first: minutes on an attention block, the clock not asked)
+    monkeypatch.setattr(moves_module, "CHECK_EVERY", 1 << 16)
+    cat.check = lambda: None
+    todo = list(moves._pairs(cat.cands, math.inf))
+    made: list[tuple] = []
+    monkeypatch.setattr(moves, "held_of", lambda *key: made.append(key))
+    cat.check = late
+    with pytest.raises(Stopped):
+        moves._bounds(todo, list(range(len(todo))), lambda row: moves.needs_of(row[2]), None, "price")
+    assert made == []
 
 
 def test_regions_off_alignment_price_every_run_as_one_that_may_pair():

@@ -123,22 +123,30 @@ class Moves:
         batches: dict[tuple[str, str], list[int]] = {}  # (tensor, held layout) -> its pairs
         for i in ids:
             batches.setdefault(todo[i][:2], []).append(i)
-        cut: list[tuple[str, str, list[int]]] = []
-        for (t, o), mine in batches.items():
-            size = max(1, BATCH * lists // max(1, len(self.held_of(t, o).tiles)))
-            cut += [(t, o, mine[at:at + size]) for at in range(0, len(mine), size)]
         out: dict[int, int] = {}
         t0, looked = time.perf_counter(), False
-        for t, o, part in cut:
+
+        def in_time() -> None:  # once past one-time costs: will the rest fit in what is left?
+            nonlocal looked
             self.cat.check()
-            if left is not None and not looked and len(out) >= max(64, len(ids) // 20):  # past one-time costs
-                looked, room = True, left()
-                pace = (time.perf_counter() - t0) / len(out)
-                if room is not None and pace * (len(ids) - len(out)) > room:
-                    self.cat.say(f"{len(ids) - len(out)} moves to {what}: more than the {room:.0f} s left")
-                    raise Stopped
-            out.update(zip(part, move_bounds(self.held_of(t, o), [needs_of(todo[i]) for i in part],
-                                             self.wl.elem_bytes, self.spec, self.grain), strict=True))
+            if left is None or looked or len(out) < max(64, len(ids) // 20):
+                return
+            looked, room = True, left()
+            if room is not None and (time.perf_counter() - t0) / len(out) * (len(ids) - len(out)) > room:
+                self.cat.say(f"{len(ids) - len(out)} moves to {what}: more than the {room:.0f} s left")
+                raise Stopped
+
+        for (t, o), mine in batches.items():
+            # each held layout made when its pairs are priced, not all first: an attention
+            # block has thousands, and making them all took minutes without asking the clock
+            in_time()
+            held = self.held_of(t, o)
+            size = max(1, BATCH * lists // max(1, len(held.tiles)))
+            for at in range(0, len(mine), size):
+                in_time()
+                part = mine[at:at + size]
+                out.update(zip(part, move_bounds(held, [needs_of(todo[i]) for i in part],
+                                                 self.wl.elem_bytes, self.spec, self.grain), strict=True))
         return out
 
     def needs_of(self, need: str) -> list[Need]:
