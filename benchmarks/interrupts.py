@@ -21,6 +21,7 @@ import argparse
 import json
 import os
 import random
+import re
 import signal
 import subprocess
 import sys
@@ -64,8 +65,9 @@ def once(phase: Path, stage: str, spread: float, rng: random.Random, out: Path, 
             proc.wait()
             return None
     time.sleep(rng.uniform(0, spread))
-    last = next((x for x in reversed(lines) if "stage" in x), "")
-    inside = f"stage auto: {stage}" in last or f"stage {stage}:" in last  # split says its parts
+    last = next((x for x in reversed(lines) if "stage " in x), "").split("stage ", 1)[-1]
+    # auto's line names the stage ("auto: iterated"), the stage's own lines begin with its name
+    inside = any(re.match(rf"{re.escape(name)}(\W|$)", last) for name in (f"auto: {stage}", stage))
     t0 = time.perf_counter()
     proc.send_signal(signal.SIGINT)
     try:
