@@ -29,7 +29,14 @@ from ipuopt.workloads.allocation import SpmdAllocator
 from ipuopt.workloads.boxes import Range, View, nth, split, volume, widths
 from ipuopt.workloads.fragments import Grain, cuts_keep_alignment, lane_work, paired_runs, runs_of
 from ipuopt.workloads.gemm import PARTIAL_BYTES, Candidate, GemmLayout
-from ipuopt.workloads.geometry import default_input_layout, grid_tile, operand_needs, output_pieces, splits
+from ipuopt.workloads.geometry import (
+    default_input_layout,
+    grid_tile,
+    homed,
+    operand_needs,
+    output_pieces,
+    splits,
+)
 from ipuopt.workloads.overlaps import overlapping
 from ipuopt.workloads.records import Need, Piece
 from ipuopt.workloads.workload import Operator, Workload
@@ -316,10 +323,9 @@ def own_exchange(wl: Workload, op: Operator, c: Candidate, spec: Spec, grain: Gr
     b_block = (c.batches_per_group, math.ceil(k / lay.parts), math.ceil(n / lay.cols))
     for which, (block, receivers) in enumerate(((a_block, lay.cols), (b_block, lay.rows))):
         view = op.inputs[which]
-        # a weight is homed as B only (`gen` reads a weight A as it reads a graph input)
-        kind = "prepared" if view.prepare else "weights" if which and wl.tensors[view.tensor].weight else None
-        if kind is None or receivers < 2:
+        if not homed(wl, op, which) or receivers < 2:
             continue
+        kind = "prepared" if view.prepare else "weights"
         key = ("broadcast", op.name, which, *block, receivers)
         if key not in memo:
             memo[key] = _broadcast_bound(wl, view, spec, grain, block, receivers)
@@ -378,11 +384,9 @@ def inflow_floor(wl: Workload, op: Operator, c: Candidate, spec: Spec, grain: Gr
     `move_floor` and the weights' bound count each part alone; on one receive lane they add up."""
     ex = spec.exchange
     lay = c.layout
-    a_view, b_view = op.inputs
-    homed_b = wl.tensors[b_view.tensor].weight or b_view.prepare
     # the tile: row 0 holds B's homes, column 0 a prepared A's
-    bl, rr, kk, cc = _widest(wl, op, c, 1 if homed_b and lay.rows > 1 else 0,
-                             1 if a_view.prepare and lay.cols > 1 else 0)
+    bl, rr, kk, cc = _widest(wl, op, c, 1 if homed(wl, op, 1) and lay.rows > 1 else 0,
+                             1 if homed(wl, op, 0) and lay.cols > 1 else 0)
     rx = 0
 
     def receive(nbytes: list[int]) -> int:

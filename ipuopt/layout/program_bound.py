@@ -57,7 +57,7 @@ from ipuopt.params import SolveParams, Stopped
 from ipuopt.spec import Spec
 from ipuopt.workloads.fragments import Grain, grain_name, lane_work
 from ipuopt.workloads.gemm import PARTIAL_BYTES, Candidate
-from ipuopt.workloads.geometry import operand_home, operand_needs, reduction_sends
+from ipuopt.workloads.geometry import homed, operand_home, operand_needs, reduction_sends
 from ipuopt.workloads.workload import Operator, Workload
 
 MAX_CANDIDATES = 8000  # per GEMM in the model; the rest are bounded by `outside`
@@ -298,7 +298,7 @@ def _phase_price(moves: Moves, model: _BoundModel, g: str, i: int,
     lanes = Lanes(spec, pairs=True)
     homes: dict[str, Held] = {}  # operands multicast from their homes: weights, prepared ones
     for which, v in enumerate(op.inputs):
-        if v.prepare or (which == 1 and wl.tensors[v.tensor].weight):
+        if homed(wl, op, which):
             homes[v.tensor] = Held.of(operand_home(wl, op, c, which, 0))
             move_lanes(homes[v.tensor], operand_needs(wl, op, c, which, 0), wl.elem_bytes, spec, grain, lanes)
     have = {t: INPUT_LAYOUT for _, t in cat.inputs(op)}

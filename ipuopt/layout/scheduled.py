@@ -18,7 +18,7 @@ from ipuopt.spec import Spec
 from ipuopt.workloads.allocation import SpmdAllocator
 from ipuopt.workloads.fragments import Grain
 from ipuopt.workloads.gemm import Candidate, activation_region
-from ipuopt.workloads.geometry import default_input_layout, layout_bytes, output_pieces
+from ipuopt.workloads.geometry import default_input_layout, homed, layout_bytes, output_pieces
 from ipuopt.workloads.phases import gemm_phases
 from ipuopt.workloads.records import Generation, Piece
 from ipuopt.workloads.workload import Operator, Workload
@@ -61,8 +61,8 @@ class GreedyPricer:
     def own(self, op: Operator, c: Candidate) -> dict[str, int]:
         """Greedy horizons of the candidate's broadcasts from homes (weights, prepared
         operands) and reduction."""
-        homed = [v.tensor for v in op.inputs if self.wl.tensors[v.tensor].weight or v.prepare]
-        got = self._phase(op, c, {}, SpmdAllocator(self.spec), {*homed, f"{op.name}.partial"})
+        home = [v.tensor for k, v in enumerate(op.inputs) if homed(self.wl, op, k)]
+        got = self._phase(op, c, {}, SpmdAllocator(self.spec), {*home, f"{op.name}.partial"})
         return {"weights": got["input"], "reduction": got["reduction"]}
 
     def move(self, tensor: str, source: tuple[Operator, Candidate] | None, op: Operator,

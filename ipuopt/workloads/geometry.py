@@ -78,9 +78,11 @@ def home_needs(wl: Workload, op: Operator, cand: Candidate, which: int, addr: in
     return [Need(n.tiles[:1], n.box, n.addr) for n in operand_needs(wl, op, cand, which, addr)]
 
 
-def weight_home(wl: Workload, op: Operator, cand: Candidate, addr: int) -> list[Piece]:
-    """A weight B is stored once, on row 0 of the grid, and broadcast to the other rows."""
-    return operand_home(wl, op, cand, 1, addr)
+def homed(wl: Workload, op: Operator, which: int) -> bool:
+    """Is operand `which` multicast from its homes (`operand_home`): a weight B (`gen` reads a
+    weight A as it reads a graph input), or an operand the workload prepares."""
+    view = op.inputs[which]
+    return view.prepare or (which == 1 and wl.tensors[view.tensor].weight)
 
 
 def owned_pieces(lay: GemmLayout, block: Box):

@@ -50,7 +50,6 @@ from ipuopt.workloads.geometry import (
     output_pieces,
     reduction_routes,
     splits,
-    weight_home,
 )
 from ipuopt.workloads.records import Compute, GeneratedPhase, Generation, Piece
 from ipuopt.workloads.routing import Router
@@ -124,7 +123,7 @@ def gemm_phases(gen: Generation, op: Operator, cand: Candidate, held: dict[str, 
     needs = {a_view.tensor: operand_needs(wl, op, cand, 0, a_addr)}
     needs.setdefault(b_view.tensor, []).extend(operand_needs(wl, op, cand, 1, b_addr))
     if wl.tensors[b_view.tensor].weight:
-        held[b_view.tensor] = weight_home(wl, op, cand, b_addr)
+        held[b_view.tensor] = operand_home(wl, op, cand, 1, b_addr)
     # the host writes a replicated input's blocks where they are read: nothing to move
     hosted = {v.tensor for v in op.inputs if wl.tensors[v.tensor].replicated}
     if a_view.tensor not in held and a_view.tensor not in hosted:
