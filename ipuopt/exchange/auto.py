@@ -119,6 +119,7 @@ def solve_auto(inst: Instance, hint: Solution, params: SolveParams,
         extras[f"{stage.name}_horizon"] = found.value
         if found.value < best.value or found.status == Status.OPTIMAL:
             best = Result(found.status, found.solution, found.value, solver=stage.name)
+            inst.keep(best.solution, best.value, f"auto/{stage.name}")
     if not ran and best.value > bound:  # no stage had time: the greedy is returned as it is
         return Result(Status.FALLBACK, best.solution, best.value, bound, solver="greedy",
                       extras={"reason": f"no time for a stage after the greedy and the bounds "

@@ -28,6 +28,9 @@ class Instance:
     spec: Spec
     timings: list[Timing] = field(default_factory=list)
     bound: int = 0  # the best lower bound known on the horizon (0 until the bounds ran)
+    # the best schedule a method has handed back so far and its method, copied: what Ctrl-C
+    # keeps when the method running then does not return within its grace (`solve`)
+    incumbent: tuple[Solution, int, str] | None = field(default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if not self.timings:
@@ -43,6 +46,11 @@ class Instance:
         """The transfers of each part of the phase that shares no lane, element or dependency
         with the others (`conflicts.parts`)."""
         return parts(self.timings)
+
+    def keep(self, solution: Solution, value: int, method: str) -> None:
+        """Keep `solution` as the incumbent when it is the best so far."""
+        if self.incumbent is None or value < self.incumbent[1]:
+            self.incumbent = ((dict(solution[0]), dict(solution[1])), value, method)
 
     def horizon(self, solution: Solution) -> int:
         """The cycle at which the last transfer's last receive completes."""

@@ -76,6 +76,10 @@ def solve(phase: Phase, spec: Spec, backend: str = "greedy",
     found, interrupted = run_interruptible(work, params.stop)
     if "greedy" not in kept:
         raise Interrupted("nothing found before the interrupt")
+    held = kept["inst"].incumbent
+    if found is None and held is not None and held[1] < kept["greedy"].value:
+        # cut short in a stage that did not return in time: the best an earlier stage handed back
+        found = Result(Status.FEASIBLE, held[0], held[1], None, solver=held[2])
     if "bounds" not in kept:  # interrupted in the bounds, which did not end within the grace
         kept["bounds"] = all_bounds(kept["inst"], lambda: True)
         kept["greedy"].bound = best_bound(kept["bounds"]).value
