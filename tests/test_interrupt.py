@@ -301,3 +301,32 @@ def test_a_stage_deaf_to_ctrl_c_still_leaves_the_best_schedule_an_earlier_stage_
     assert got.interrupted and got.status == "feasible" and got.method.startswith("auto/")
     assert got.value < got.extras["greedy_horizon"]
     assert validate(phase, spec, got.solution).ok
+
+
+def test_lns_hears_ctrl_c_while_it_sets_up(monkeypatch) -> None:
+    """LNS indexes every transfer's lanes and elements before its first step (seconds on a
+    60,000-transfer multicast phase, 10-15 s on a busy machine, deaf to Ctrl-C): it asks the
+    stop every 4,096 transfers and hands back its hint."""
+    import ipuopt.exchange.lns as lns
+    from ipuopt.exchange.greedy import best_greedy
+    from ipuopt.exchange.instance import Instance
+    from ipuopt.exchange.random_phase import random_phase
+    from ipuopt.params import SolveParams
+    from ipuopt.spec import load_spec
+
+    spec = load_spec("test64")
+    inst = Instance(random_phase(spec, 12000, seed=0), spec)
+    hint = best_greedy(inst, quick=True)[:2]
+    params = SolveParams(time_limit=60, workers=1, seed=0)
+    real, calls = lns.touched, []
+
+    def touched(tm, spec):  # noqa: ANN001, ANN202 (Ctrl-C after the tenth)
+        calls.append(1)
+        if len(calls) == 10:
+            params.stop.request()
+        return real(tm, spec)
+
+    monkeypatch.setattr(lns, "touched", touched)
+    got = lns.solve_lns(inst, hint, params)
+    assert got.status == "fallback" and got.solution == hint and got.extras["lns_steps"] == 0
+    assert len(calls) <= 4096 + 10 < len(inst.timings)

@@ -82,20 +82,28 @@ def solve_lns(inst: Instance, hint: Solution, params: SolveParams,
     starts, widths = dict(hint[0]), dict(hint[1])
     by_id = {tm.transfer.id: tm for tm in timings}
     ids = list(by_id)
-    resources = {tid: touched(tm, spec) for tid, tm in by_id.items()}
+    resources: dict[str, set] = {}
     users: dict[tuple, list[str]] = defaultdict(list)
-    for tid, res in resources.items():
-        for r in res:
-            users[r].append(tid)
     succs: dict[str, list[str]] = defaultdict(list)
     by_tile: dict[int, list[str]] = defaultdict(list)
-    for tm in timings:
-        for a in tm.transfer.after:
-            succs[a].append(tm.transfer.id)
-        for x in (tm.transfer.src, *tm.transfer.dst):
-            by_tile[x].append(tm.transfer.id)
-    span = max((abs(o.offset) + o.length for tm in timings for w in tm.widths
-                for o in tm.occupancies(w, spec)), default=0)
+    span = 0
+    try:  # seconds on a large multicast phase: Ctrl-C is heard here too (it waited 10-15 s)
+        for k, tm in enumerate(timings):
+            if k % 4096 == 0:
+                params.stop.check()
+            tid = tm.transfer.id
+            resources[tid] = touched(tm, spec)
+            for r in resources[tid]:
+                users[r].append(tid)
+            for a in tm.transfer.after:
+                succs[a].append(tid)
+            for x in (tm.transfer.src, *tm.transfer.dst):
+                by_tile[x].append(tid)
+            for w in tm.widths:
+                span = max([span, *(abs(o.offset) + o.length for o in tm.occupancies(w, spec))])
+    except Stopped:
+        return Result(Status.FALLBACK, hint, inst.horizon(hint), lower, solver="lns",
+                      extras={"reason": "stopped before its first step", "lns_steps": 0})
 
     def done(tid: str) -> int:
         return starts[tid] + by_id[tid].end_offset(widths[tid])
