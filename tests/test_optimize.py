@@ -456,3 +456,26 @@ def test_the_cell_engine_keeps_answers_and_lists_failures(tmp_path: Path) -> Non
         assert engine.run("t", cells[::2]) == [2, 4] and (engine.reused, engine.ran) == (2, 0)
         with pytest.raises(ValueError, match="3 is odd"):
             engine.run("t", cells)
+
+
+def test_a_workers_heartbeat_after_the_scheduler_closed_prints_nothing() -> None:
+    """Ctrl-C at a terminal closes the local cluster; a worker whose heartbeat meets the
+    scheduler already gone logged a traceback (Dask's own), which once failed the test above.
+    The worker's preload drops that record, and only that one."""
+    import logging
+
+    from ipuopt.sweeps.worker_setup import dask_setup
+
+    before = signal.getsignal(signal.SIGINT)
+    try:
+        dask_setup(None)
+    finally:
+        signal.signal(signal.SIGINT, before)
+    logger = logging.getLogger("distributed.worker")
+
+    def shown(message: str) -> bool:
+        record = logger.makeRecord(logger.name, logging.ERROR, "worker.py", 1, message, (), None)
+        return bool(logger.filter(record))
+
+    assert not shown("Failed to communicate with scheduler during heartbeat.")
+    assert shown("Compute Failed")
