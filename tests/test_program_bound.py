@@ -200,7 +200,7 @@ def test_an_input_phase_takes_at_least_its_floors(workload: str, grain, tmp_path
     from ipuopt.layout.candidates import INPUT_LAYOUT
     from ipuopt.layout.moves import Moves
     from ipuopt.layout.pricing import Held, inflow_floor, row_pair_bound, row_pair_floor
-    from ipuopt.workloads.geometry import operand_home
+    from ipuopt.workloads.geometry import operand_home, operand_needs
 
     wl = load_workload(_variant(workload, tmp_path))
     cat = Catalogue(wl, SPEC, 0.5, grain, lambda _m: None, lambda: None)
@@ -226,8 +226,8 @@ def test_an_input_phase_takes_at_least_its_floors(workload: str, grain, tmp_path
             tm = phase_timings(bare, SPEC)
             best = max(endpoint_bound(tm, SPEC).value, group_bound(tm, SPEC).value)
             a, c = op.inputs[0].tensor, plan[op.name].source
-            held = Held.of(operand_home(wl, op, c, 0, 0)) if op.inputs[0].prepare else moves.held_of(
-                a, have(plan, a))
+            homes = Held.of(operand_home(operand_needs(wl, op, c, 0, 0)))
+            held = homes if op.inputs[0].prepare else moves.held_of(a, have(plan, a))
             for floor, value in (
                     ("inflow_floor", inflow_floor(wl, op, c, SPEC, grain, moves.largest)),
                     ("row_pair_floor", row_pair_floor(wl, op, c, SPEC, grain, moves.largest)),

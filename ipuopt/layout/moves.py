@@ -153,8 +153,8 @@ class Moves:
         """What the candidates of need label `need` receive."""
         if need not in self.need_boxes:
             nop, which, nc = self.cat.needs[need]
-            needs = home_needs if nop.inputs[which].prepare else operand_needs
-            self.need_boxes[need] = needs(self.wl, nop, nc, which, 0)
+            wanted = operand_needs(self.wl, nop, nc, which, 0)
+            self.need_boxes[need] = home_needs(wanted) if nop.inputs[which].prepare else wanted
         return self.need_boxes[need]
 
     def probe_needs(self, need: str, tiles: int) -> list[Need]:

@@ -397,16 +397,13 @@ def inflow_floor(wl: Workload, op: Operator, c: Candidate, spec: Spec, grain: Gr
         view = op.inputs[which]
         if wl.tensors[view.tensor].replicated:
             continue  # the host writes it where it is read: nothing of it arrives on chip
-        if view.prepare:
+        if homed(wl, op, which):  # whole from its home, a run per stored box, off the home
             if (lay.cols if which == 0 else lay.rows) > 1:
                 boxes = view.to_stored(box, wl.tensors[view.tensor].shape)
                 rx += receive([volume(b) * wl.elem_bytes for b in boxes])
         elif not wl.tensors[view.tensor].weight:
             rest = volume(box) - largest.get(view.tensor, 0)
             rx += receive([rest * wl.elem_bytes])
-        elif which == 1 and lay.rows > 1:
-            boxes = view.to_stored(box, wl.tensors[view.tensor].shape)
-            rx += receive([volume(b) * wl.elem_bytes for b in boxes])
     return rx + ex.tx_overhead + spec.latency(0, 1) - ex.rx_lead if rx else 0
 
 

@@ -299,8 +299,9 @@ def _phase_price(moves: Moves, model: _BoundModel, g: str, i: int,
     homes: dict[str, Held] = {}  # operands multicast from their homes: weights, prepared ones
     for which, v in enumerate(op.inputs):
         if homed(wl, op, which):
-            homes[v.tensor] = Held.of(operand_home(wl, op, c, which, 0))
-            move_lanes(homes[v.tensor], operand_needs(wl, op, c, which, 0), wl.elem_bytes, spec, grain, lanes)
+            wanted = operand_needs(wl, op, c, which, 0)
+            homes[v.tensor] = Held.of(operand_home(wanted))
+            move_lanes(homes[v.tensor], wanted, wl.elem_bytes, spec, grain, lanes)
     have = {t: INPUT_LAYOUT for _, t in cat.inputs(op)}
     for h, label in haves:
         for _, t in cat.inputs(op):

@@ -6,8 +6,8 @@ each partial result block is cut into A x B pieces (A*B <= P), piece (i, j)
 being reduced on partial p = i*B + j (with A*B < P the other partials reduce
 nothing and send their whole block: `/1x1` gathers every partial onto one tile
 a block, as the reference compiler reduces nine partials onto 162 tiles); CLASS
-is the memory region of the weights. A batched GEMM runs its batches on G = min(batch, tiles // (R*C*P))
-groups of R*C*P tiles, ceil(batch / G) batches each.
+is the memory region of the weights. A batched GEMM runs its batches on
+G = min(batch, tiles // (R*C*P)) groups of R*C*P tiles, ceil(batch / G) batches each.
 """
 
 from __future__ import annotations

@@ -66,16 +66,17 @@ def operand_needs(wl: Workload, op: Operator, cand: Candidate, which: int, addr:
     return out
 
 
-def operand_home(wl: Workload, op: Operator, cand: Candidate, which: int, addr: int) -> list[Piece]:
-    """An operand stored once, each block on the first tile that needs it (B: row 0 of the
-    grid, A: column 0), to be multicast to the others: where weights live, and where a
-    prepared operand is moved first."""
-    return [Piece(n.tiles[0], n.box, n.addr) for n in operand_needs(wl, op, cand, which, addr)]
+def operand_home(needs: list[Need]) -> list[Piece]:
+    """An operand (its `operand_needs`) stored once, each block on the first tile that needs
+    it (B: row 0 of the grid, A: column 0), to be multicast to the others: where weights
+    live, and where a prepared operand is moved first."""
+    return [Piece(n.tiles[0], n.box, n.addr) for n in needs]
 
 
-def home_needs(wl: Workload, op: Operator, cand: Candidate, which: int, addr: int) -> list[Need]:
-    """What a prepared operand's preparation phase delivers: each block to its home alone."""
-    return [Need(n.tiles[:1], n.box, n.addr) for n in operand_needs(wl, op, cand, which, addr)]
+def home_needs(needs: list[Need]) -> list[Need]:
+    """What a prepared operand's preparation phase delivers (of its `operand_needs`): each
+    block to its home alone."""
+    return [Need(n.tiles[:1], n.box, n.addr) for n in needs]
 
 
 def homed(wl: Workload, op: Operator, which: int) -> bool:

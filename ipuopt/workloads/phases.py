@@ -120,22 +120,23 @@ def gemm_phases(gen: Generation, op: Operator, cand: Candidate, held: dict[str, 
     reading_input = any(wl.tensors[v.tensor].input for v in op.inputs)
     kind = "input" if reading_input else "redistribution"
     router = Router(wl, spec, f"{op.name}-{kind}", gen.grain)
-    needs = {a_view.tensor: operand_needs(wl, op, cand, 0, a_addr)}
-    needs.setdefault(b_view.tensor, []).extend(operand_needs(wl, op, cand, 1, b_addr))
+    own = (operand_needs(wl, op, cand, 0, a_addr), operand_needs(wl, op, cand, 1, b_addr))
+    needs = {a_view.tensor: list(own[0])}
+    needs.setdefault(b_view.tensor, []).extend(own[1])
     if wl.tensors[b_view.tensor].weight:
-        held[b_view.tensor] = operand_home(wl, op, cand, 1, b_addr)
+        held[b_view.tensor] = operand_home(own[1])
     # the host writes a replicated input's blocks where they are read: nothing to move
     hosted = {v.tensor for v in op.inputs if wl.tensors[v.tensor].replicated}
     if a_view.tensor not in held and a_view.tensor not in hosted:
         held[a_view.tensor] = default_input_layout(wl, spec, a_view.tensor, alloc, step)
     sources: dict[str, list[Piece]] = {}
-    for which, (v, addr) in enumerate(((a_view, a_addr), (b_view, b_addr))):
+    for v, wanted in zip(op.inputs, own, strict=True):
         if v.prepare:  # first into its homes, a phase of its own; multicast from there below
-            home = home_needs(wl, op, cand, which, addr)
+            home = home_needs(wanted)
             prep = Router(wl, spec, f"{op.name}-{v.tensor}-preparation", gen.grain)
             prep.route(v.tensor, held[v.tensor], home, e)
             gen.phases.append(prep.phase({v.tensor: home}, {v.tensor: held[v.tensor]}, step))
-            sources[v.tensor] = operand_home(wl, op, cand, which, addr)
+            sources[v.tensor] = operand_home(wanted)
     for v in (a_view, b_view):
         if v.tensor not in sources and v.tensor not in hosted:
             sources[v.tensor] = held[v.tensor]
