@@ -6,7 +6,8 @@ answers in that time.
 
 Each row runs the command line in a fresh process (as a user meets it): `ipuopt
 layout-problem` (seconds, peak memory from /usr/bin/time, candidates enumerated and kept,
-moves probed, priced and kept as rows), then `ipuopt layout --time-limit T` for each T (wall
+moves floored by their runs, probed, priced and kept as rows), then `ipuopt layout
+--time-limit T` for each T (wall
 seconds, status, cycles, and what the plan came from). Workloads: the minis on test64, SigLIP
 on gc200, vitb-mlp on gc2.
 """
@@ -62,7 +63,8 @@ def main() -> None:
     grain = ["--grain", args.grain] if args.grain else []
     cases = [c for c in CASES if not args.only or args.only in c[0]]
     if not args.no_build:
-        print(f"{'workload':<18} {'spec':<6} {'grain':<5} {'candidates':>10} {'kept':>6} {'probed':>7} "
+        print(f"{'workload':<18} {'spec':<6} {'grain':<5} {'candidates':>10} {'kept':>6} {'floored':>7} "
+              f"{'probed':>7} "
               f"{'priced':>6} {'rows':>6} {'seconds':>8} {'peak MB':>8}")
         with tempfile.TemporaryDirectory() as tmp:
             for name, spec in cases:
@@ -76,7 +78,9 @@ def main() -> None:
                     continue
                 doc = json.loads(r.stdout)
                 print(f"{name:<18} {spec:<6} {doc['grain']:<5} {sum(doc['enumerated'].values()):>10} "
-                      f"{sum(doc['kept'].values()):>6} {doc['pairs_probed']:>7} {doc['pairs_priced']:>6} "
+                      f"{sum(doc['kept'].values()):>6} {doc.get('pairs_floored', 0):>7} "
+                      f"{doc['pairs_probed']:>7} "
+                      f"{doc['pairs_priced']:>6} "
                       f"{doc['redistribution_rows']:>6} {took:>8.1f} {peak:>8}",
                       flush=True)
     print(f"\n{'workload':<18} {'limit':>5} {'wall':>6} {'exit':>4} {'status':<9} {'cycles':>8}  from")

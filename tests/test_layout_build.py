@@ -472,20 +472,27 @@ def test_a_probe_is_never_above_the_price(workload, grain):
         assert sum(probed[i] == priced[i] for i in ids) > 0 if tiles == 16 else True
 
 
-def test_probing_changes_no_problem(monkeypatch):
-    """The problem built with probes is the one built by pricing every pair."""
+@pytest.mark.parametrize("grain", [None, 256])
+def test_floors_and_probes_change_no_problem(monkeypatch, grain):
+    """The problem built with run floors and probes is the one built by pricing every pair,
+    and the one built with probes alone."""
     from ipuopt.layout import moves
 
     wl, spec = load_workload("mini-mlp"), load_spec("test64")
-    _, probed = build_problem(wl, spec, within=0.3, min_utilisation=0.25)
+    _, floored = build_problem(wl, spec, within=0.3, min_utilisation=0.25, grain=grain)
+    monkeypatch.setattr(moves.Moves, "run_floors", lambda self, todo, ids: {})
+    _, probed = build_problem(wl, spec, within=0.3, min_utilisation=0.25, grain=grain)
     monkeypatch.setattr(moves, "PROBES", ())
-    _, plain = build_problem(wl, spec, within=0.3, min_utilisation=0.25)
-    assert probed["kept"]["pairs_probed"] > probed["kept"]["pairs_priced"] > 0
-    assert plain["kept"]["pairs_probed"] == 0
-    for doc in (probed, plain):
-        for key in ("seconds", "pairs_probed", "pairs_priced"):
+    _, plain = build_problem(wl, spec, within=0.3, min_utilisation=0.25, grain=grain)
+    assert floored["kept"]["pairs_floored"] > probed["kept"]["pairs_priced"] > 0
+    assert floored["kept"]["pairs_probed"] < probed["kept"]["pairs_probed"]  # the floors ruled pairs out
+    assert floored["kept"]["pairs_priced"] <= probed["kept"]["pairs_priced"]
+    assert probed["kept"]["pairs_probed"] > probed["kept"]["pairs_priced"]
+    assert plain["kept"]["pairs_probed"] == plain["kept"]["pairs_floored"] == 0
+    for doc in (floored, probed, plain):
+        for key in ("seconds", "pairs_floored", "pairs_probed", "pairs_priced"):
             doc["kept"].pop(key)
-    assert probed == plain
+    assert floored == probed == plain
 
 
 def test_output_held_in_numpy_is_where_gen_leaves_the_output():

@@ -40,6 +40,7 @@ class Report:
     kept: dict[str, int] = field(default_factory=dict)
     pairs_priced: int = 0
     pairs_probed: int = 0
+    pairs_floored: int = 0
     rows: int = 0
     reference: int | None = None
     within: float = 0.0
@@ -60,7 +61,8 @@ class Report:
                         "and the moves between them; its optimum is a plan, not proven the best of all"),
                     "seconds": round(self.seconds, 1)}
         return {"enumerated": self.enumerated, "kept": self.kept, "redistribution_rows": self.rows,
-                "pairs_probed": self.pairs_probed, "pairs_priced": self.pairs_priced,
+                "pairs_floored": self.pairs_floored, "pairs_probed": self.pairs_probed,
+                "pairs_priced": self.pairs_priced,
                 "reference_cycles": self.reference,
                 "within": self.within, "exchange": self.exchange,
                 "grain": grain_name(self.grain),
@@ -117,6 +119,7 @@ def build_problem(wl: Workload, spec: Spec, within: float = 0.0, min_utilisation
         doc = document(cat, kept, rows)
         report.rows, report.scheduled = len(rows), moves.scheduled
         report.pairs_priced, report.pairs_probed = moves.pairs_priced, moves.pairs_probed
+        report.pairs_floored = moves.pairs_floored
     except Stopped:
         if not partial:
             raise

@@ -14,8 +14,10 @@ import numpy as np
 from ipuopt.layout.candidates import INPUT_LAYOUT, Cand, Catalogue
 from ipuopt.layout.pricing import Held, input_held, move_bounds, move_floor, output_held
 from ipuopt.layout.pruning import floors_of
+from ipuopt.layout.run_floors import Probes, grid_of, receive_floors
 from ipuopt.params import Stopped
 from ipuopt.workloads.boxes import volume as volume_of
+from ipuopt.workloads.fragments import BOX
 from ipuopt.workloads.geometry import home_needs, operand_needs
 from ipuopt.workloads.records import Need
 
@@ -39,6 +41,7 @@ class Moves:
         self.alike: dict[tuple, int] = {}
         self.pairs_priced = 0
         self.pairs_probed = 0
+        self.pairs_floored = 0
         self.probes: dict[tuple[str, int], list[Need]] = {}  # (need label, tiles) -> `probe_needs`
         self.need_arrays: dict[str, tuple[np.ndarray, ...]] = {}  # `busiest`'s, per need label
         self.held_index: dict[tuple[str, str], tuple] = {}  # `busiest`'s, per held layout
@@ -93,14 +96,20 @@ class Moves:
     def rows(self, cands: dict[str, list[Cand]], limit: float,
              left: Callable[[], float | None] | None = None) -> list[dict[str, Any]]:
         """Priced moves between kept layouts that a plan within `limit` could use. A pair is
-        first probed (`probe_needs`: its move's price as seen by a few receiving tiles, never
-        above the price): most pairs' probes already rule them out, and only the rest are priced.
+        first floored by its runs (`run_floors`), then probed (`probe_needs`: its move's price
+        as seen by a few receiving tiles), neither ever above the price: most pairs are ruled
+        out so, and only the rest are priced.
         The moves out of one held layout are probed and priced together (`move_bounds`), up to
         `BATCH` needs' boxes at a time. With `left` (seconds left, or None), a stage that the
         first pairs' pace shows will not end in time stops at once (`Stopped`) rather than when
         the time is gone."""
         todo = list(self._pairs(cands, limit))
         unpriced = [i for i, row in enumerate(todo) if row[4] is None]
+        if limit < math.inf and self.grain != BOX:  # floors counting runs, many pairs a call, rule
+            # most pairs out first (a whole box is one transfer: rows are not runs)
+            seen = self.run_floors(todo, unpriced)
+            self.pairs_floored += len(seen)
+            unpriced = [i for i in unpriced if todo[i][3] + seen.get(i, 0) <= limit]
         stages = zip((lambda row, k: self.probe_needs(row[2], k), self.busiest), PROBES, (64, 16),
                      strict=False)  # as many stages as PROBES gives tiles for
         for probe, tiles, lists in stages if limit < math.inf else ():  # (the reference's few: priced)
@@ -115,6 +124,32 @@ class Moves:
             if others + cycles <= limit:
                 rows.append({"tensor": t, "from": o, "to": n, "cycles": cycles})
         return rows
+
+    def run_floors(self, todo: list[tuple], ids: list[int]) -> dict[int, int]:
+        """The run floor (`layout.run_floors`) of the pairs `ids` of `todo` whose producer's
+        pieces form a grid: per held layout, every need label paired with it in one call."""
+        by_tensor: dict[str, list[int]] = {}
+        for i in ids:
+            if todo[i][0] in self.cat.producer:
+                by_tensor.setdefault(todo[i][0], []).append(i)
+        out: dict[int, int] = {}
+        for t, mine in by_tensor.items():
+            labels = sorted({todo[i][2] for i in mine})
+            at = {n: k for k, n in enumerate(labels)}
+            probes = Probes.of([self.needs_of(n) for n in labels],
+                               [self.probe_needs(n, PROBES[-1]) for n in labels])
+            groups: dict[str, list[int]] = {}
+            for i in mine:
+                groups.setdefault(todo[i][1], []).append(i)
+            for o, rows in groups.items():
+                self.cat.check()
+                grid = grid_of(self.held_of(t, o), self.spec, self.wl.elem_bytes)
+                if grid is None:
+                    continue
+                which = np.unique([at[todo[i][2]] for i in rows])
+                values = receive_floors(grid, probes.subset(which), self.spec, self.wl.elem_bytes, self.grain)
+                out.update((i, int(values[np.searchsorted(which, at[todo[i][2]])])) for i in rows)
+        return out
 
     def _bounds(self, todo: list[tuple], ids: list[int], needs_of: Callable[[tuple], list[Need]],
                 left: Callable[[], float | None] | None, what: str, lists: int = 1) -> dict[int, int]:

@@ -196,7 +196,7 @@ def move_lanes(held: Held, needs: list[Need], elem: int, spec: Spec, grain: Grai
         runs, run_bytes = runs_of(ilo, ihi, (held.lo[p], held.hi[p]), (nlo[n], nhi[n]), elem, grain)
         paired = paired_runs(ilo, ihi, (held.lo[p], held.hi[p], held.addr[p]),
                              (nlo[n], nhi[n], naddr[n]), elem, grain, ex.paired_alignment
-                             ) if _regions_aligned(spec) else runs.copy()
+                             ) if regions_aligned(spec) else runs.copy()
         paired[partners(spec)[held.tiles[p]] < 0] = 0  # a tile without a partner sends ordinary
         split_runs = (runs, paired, run_bytes, grain, spec)
         tx_work = _runs_work(*split_runs, lambda w: ex.tx_overhead + fastest_of(w, spec), ex.tx_overhead)
@@ -234,12 +234,12 @@ def _aligned(offset: np.ndarray, grain: Grain, spec: Spec) -> np.ndarray:
     may be paired: aligned, or cut at a grain that is not a multiple of the alignment (then
     some of its fragments may be, and all count, as `paired_runs` counts them)."""
     align = spec.exchange.paired_alignment
-    if not (cuts_keep_alignment(grain, align) and _regions_aligned(spec)):
+    if not (cuts_keep_alignment(grain, align) and regions_aligned(spec)):
         return np.ones_like(offset)
     return (offset % align == 0).astype(np.int64)
 
 
-def _regions_aligned(spec: Spec) -> bool:
+def regions_aligned(spec: Spec) -> bool:
     """Every region starts at a multiple of the paired alignment, so a buffer's start is one
     wherever it is placed, and an offset in it says whether an address is (else offsets say
     nothing, and every run counts as one that may be paired)."""
