@@ -46,19 +46,22 @@ class Grid:
 
 @dataclass(frozen=True)
 class Probes:
-    """The boxes many need labels need, each distinct box once (box j is [lo[j], hi[j])):
-    `boxes[k]` are need label k's (priced for whichever tile needs each), `named[k]` its
-    probe tiles' (tile, box) pairs (each tile's own cell known, its boxes on one lane)."""
+    """The boxes many need labels need, each distinct box once (box j is [lo[j], hi[j])), and
+    entries: (label, box) pairs, each label's boxes priced for whichever tile needs them, and
+    (label, tile, box) triples of its probe tiles (each tile's own cell known, its boxes on
+    one lane). Both sorted by label, `starts` and `named_starts` say where each label's begin."""
 
     lo: np.ndarray
     hi: np.ndarray
-    label: np.ndarray  # of each (label, box) entry, sorted by label
+    label: np.ndarray  # of each (label, box) entry
     box: np.ndarray
     lane: np.ndarray  # of each (label, tile, box) entry: its (label, tile) lane, its box, its tile
     lane_box: np.ndarray
     lane_tile: np.ndarray
     lane_label: np.ndarray  # of each lane: its label
     labels: int
+    starts: np.ndarray
+    named_starts: np.ndarray
 
     @classmethod
     def of(cls, needs: list[list[Need]], probes: list[list[Need]]) -> Probes:
@@ -74,22 +77,32 @@ class Probes:
         hi = np.array([[d[1] for d in b] for b in index], dtype=np.int64).reshape(-1, 3)
         a = np.array(pairs, dtype=np.int64).reshape(-1, 2)
         n = np.array(named, dtype=np.int64).reshape(-1, 3)
+        every = np.arange(len(needs) + 1)
         return cls(lo, hi, a[:, 0], a[:, 1], np.array([at[(k, t)] for k, t, _ in named], dtype=np.int64),
-                   n[:, 2], n[:, 1], np.array([k for k, _ in lanes], dtype=np.int64), len(needs))
+                   n[:, 2], n[:, 1], np.array([k for k, _ in lanes], dtype=np.int64), len(needs),
+                   np.searchsorted(a[:, 0], every), np.searchsorted(n[:, 0], every))
 
     def subset(self, labels: np.ndarray) -> Probes:
-        """The same for need labels `labels` alone (their order; their boxes alone)."""
-        pick = np.zeros(self.labels, dtype=np.int64) - 1
-        pick[labels] = np.arange(len(labels))
-        keep = pick[self.label] >= 0
-        lanes = pick[self.lane_label] >= 0
-        named = lanes[self.lane]
+        """The same for need labels `labels` alone (in their order, with their boxes alone)."""
+        keep, new = _ranges(self.starts, labels)
+        named, new_named = _ranges(self.named_starts, labels)
+        lanes, lane = np.unique(self.lane[named], return_inverse=True)
         used, box = np.unique(np.concatenate([self.box[keep], self.lane_box[named]]), return_inverse=True)
-        renumber = np.cumsum(lanes) - 1
-        order = np.argsort(pick[self.label[keep]], kind="stable")  # by the new label
-        return Probes(self.lo[used], self.hi[used], pick[self.label[keep]][order], box[:keep.sum()][order],
-                      renumber[self.lane[named]], box[keep.sum():], self.lane_tile[named],
-                      pick[self.lane_label[lanes]], len(labels))
+        pick = np.zeros(self.labels, dtype=np.int64)
+        pick[labels] = np.arange(len(labels))
+        every = np.arange(len(labels) + 1)
+        return Probes(self.lo[used], self.hi[used], new, box[:len(keep)], lane, box[len(keep):],
+                      self.lane_tile[named], pick[self.lane_label[lanes]], len(labels),
+                      np.searchsorted(new, every), np.searchsorted(new_named, every))
+
+
+def _ranges(starts: np.ndarray, labels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The entries of `labels` (each label's [starts[k], starts[k + 1])) and the position of
+    each one's label in `labels`."""
+    first, size = starts[labels], starts[labels + 1] - starts[labels]
+    owner = np.repeat(np.arange(len(labels)), size)
+    offset = np.arange(int(size.sum())) - np.repeat(np.cumsum(size) - size, size)
+    return first[owner] + offset, owner
 
 
 def _run_cost(elems: np.ndarray, elem: int, spec: Spec, paired: bool = True) -> np.ndarray:
