@@ -146,9 +146,9 @@ class Moves:
                 grid = grid_of(self.held_of(t, o), self.spec, self.wl.elem_bytes)
                 if grid is None:
                     continue
-                which = np.unique([at[todo[i][2]] for i in rows])
+                which, of = np.unique([at[todo[i][2]] for i in rows], return_inverse=True)
                 values = receive_floors(grid, probes.subset(which), self.spec, self.wl.elem_bytes, self.grain)
-                out.update((i, int(values[np.searchsorted(which, at[todo[i][2]])])) for i in rows)
+                out.update(zip(rows, values[of].tolist(), strict=True))
         return out
 
     def _bounds(self, todo: list[tuple], ids: list[int], needs_of: Callable[[tuple], list[Need]],

@@ -53,8 +53,7 @@ class Probes:
 
     lo: np.ndarray
     hi: np.ndarray
-    label: np.ndarray  # of each (label, box) entry
-    box: np.ndarray
+    box: np.ndarray  # of each (label, box) entry
     lane: np.ndarray  # of each (label, tile, box) entry: its (label, tile) lane, its box, its tile
     lane_box: np.ndarray
     lane_tile: np.ndarray
@@ -78,7 +77,7 @@ class Probes:
         a = np.array(pairs, dtype=np.int64).reshape(-1, 2)
         n = np.array(named, dtype=np.int64).reshape(-1, 3)
         every = np.arange(len(needs) + 1)
-        return cls(lo, hi, a[:, 0], a[:, 1], np.array([at[(k, t)] for k, t, _ in named], dtype=np.int64),
+        return cls(lo, hi, a[:, 1], np.array([at[(k, t)] for k, t, _ in named], dtype=np.int64),
                    n[:, 2], n[:, 1], np.array([k for k, _ in lanes], dtype=np.int64), len(needs),
                    np.searchsorted(a[:, 0], every), np.searchsorted(n[:, 0], every))
 
@@ -91,7 +90,7 @@ class Probes:
         pick = np.zeros(self.labels, dtype=np.int64)
         pick[labels] = np.arange(len(labels))
         every = np.arange(len(labels) + 1)
-        return Probes(self.lo[used], self.hi[used], new, box[:len(keep)], lane, box[len(keep):],
+        return Probes(self.lo[used], self.hi[used], box[:len(keep)], lane, box[len(keep):],
                       self.lane_tile[named], pick[self.lane_label[lanes]], len(labels),
                       np.searchsorted(new, every), np.searchsorted(new_named, every))
 
@@ -187,9 +186,8 @@ def receive_floors(grid: Grid, probes: Probes, spec: Spec, elem: int, grain: Gra
     anywhere = _value(work - less, merged, volume - some * np.minimum(hi[:, 2] - lo[:, 2], widest), inside,
                       elem, spec)
     out = np.zeros(probes.labels, dtype=np.int64)
-    if len(probes.box):
-        present, starts = np.unique(probes.label, return_index=True)
-        out[present] = np.maximum.reduceat(anywhere[probes.box], starts)
+    has = np.diff(probes.starts) > 0  # each label's entries begin at its start
+    out[has] = np.maximum.reduceat(anywhere[probes.box], probes.starts[:-1][has])
     if len(probes.lane_box):  # a named tile: its own cell known, all its boxes on its one lane
         j, tile = probes.lane_box, probes.lane_tile
         own = np.zeros((len(j), 3), dtype=np.int64)
