@@ -271,3 +271,28 @@ def test_fewer_pieces_than_partials_reduce_onto_fewer_tiles_and_price_below_the_
     assert _pair_reduction(cat, op, Cand({}, 0, c)) <= pair
     with pytest.raises(InputError, match="more pieces than the 4 partials"):
         GemmLayout.parse("2x4x4/3x2", SPEC)
+
+
+def test_the_bound_with_pair_cuts_is_below_every_sampled_plans_program() -> None:
+    """At the default grain the producer's cells floor the second GEMM's input phase for every
+    pair of layouts (`program_bound._PairCuts`): the bound over every plan stays below each
+    sampled plan's floor worked out from its generated phases at that grain."""
+    wl = load_workload("mini-mlp")
+    cat = Catalogue(wl, SPEC, 0.5, None, lambda _m: None, lambda: None)
+    said: list[str] = []
+    everything = program_bound(wl, SPEC, None, params=SolveParams(time_limit=10, workers=1, seed=0),
+                               catalogue=cat, say=said.append)
+    assert any("input phase floored for" in m for m in said), said
+    tested = 0
+    for plan in _plans(wl, 10):
+        labels = {op: c.layout.label for op, c in plan.items()}
+        try:
+            one = program_bound(wl, SPEC, None, fixed=labels, catalogue=cat,
+                                params=SolveParams(time_limit=8, workers=1, seed=0))
+        except Exception as exc:  # a plan that does not fit memory is no plan
+            assert "fits" in str(exc)
+            continue
+        floor = _floor(generate(wl, SPEC, {op: c.layout for op, c in plan.items()}, None))
+        assert everything.value <= one.value <= floor, (labels, one.terms)
+        tested += 1
+    assert tested >= 6

@@ -417,20 +417,20 @@ def row_pair_floor(wl: Workload, op: Operator, c: Candidate, spec: Spec, grain: 
     their pair work allows. Some such pair holds at most its share of the A block (the
     pieces are disjoint), the rest arrives by those multicasts. 0 where it does not apply
     (B not a weight, A a weight, one row, no partner homes)."""
-    if not _row_pairs_apply(wl, op, c):
+    if not row_pairs_apply(wl, op, c):
         return 0
-    pairs = _home_pairs(spec, c.layout, 0, 0)  # group 0, partial 0, row 1: the widest blocks
+    pairs = home_pairs(spec, c.layout, 0, 0)  # group 0, partial 0, row 1: the widest blocks
     if not pairs:
         return 0
-    work = _PairWork(wl, op, c, spec, grain)
+    work = PairWork(wl, op, c, spec, grain)
     both = min(work(0, 0, col) + work(0, 0, col + 1) for col in work.distinct(pairs))
     bl, rr, kk, _ = _widest(wl, op, c, 1)
     block = volume((bl, rr, kk))
     rest = block - min(2 * largest.get(op.inputs[0].tensor, 0), block // len(pairs))
-    lead = _core_lead(spec)
+    lead = core_lead(spec)
     cores = int(box_work([rest * wl.elem_bytes], spec, grain, lambda w: lead + fastest_of(w, spec))[0]
                 ) if rest > 0 else 0
-    return _head(spec) + cores + -(-both // 2)
+    return phase_head(spec) + cores + -(-both // 2)
 
 
 def row_pair_bound(wl: Workload, op: Operator, c: Candidate, spec: Spec, grain: Grain, held: Held) -> int:
@@ -438,18 +438,18 @@ def row_pair_bound(wl: Workload, op: Operator, c: Candidate, spec: Spec, grain: 
     x, y of a row off the home row, partner homes, neither holding any of the row's A block,
     every A run into x reaches y too; their cores are x's receive work of A, each receive's
     lead less the arrival spread between neighbours."""
-    if not _row_pairs_apply(wl, op, c):
+    if not row_pairs_apply(wl, op, c):
         return 0
     lay = c.layout
     needs = operand_needs(wl, op, c, 0, 0)
-    cores = move_lanes(held, needs, wl.elem_bytes, spec, grain, Lanes(spec, lead=_core_lead(spec))).rx
+    cores = move_lanes(held, needs, wl.elem_bytes, spec, grain, Lanes(spec, lead=core_lead(spec))).rx
     holders: dict[tuple[int, ...], set[int]] = {}
     for need in needs:
         lo = np.array([b[0] for b in need.box])
         hi = np.array([b[1] for b in need.box])
         hit = np.all(np.maximum(held.lo, lo) < np.minimum(held.hi, hi), axis=1)
         holders.setdefault(need.tiles, set()).update(held.tiles[hit].tolist())
-    work = _PairWork(wl, op, c, spec, grain)
+    work = PairWork(wl, op, c, spec, grain)
     best = 0
     for tiles, held_by in holders.items():
         gpr, _ = divmod(tiles[0], lay.cols)  # tiles[0] = grid_tile(g, r, 0, p)
@@ -457,22 +457,22 @@ def row_pair_bound(wl: Workload, op: Operator, c: Candidate, spec: Spec, grain: 
         g, p = divmod(gp, lay.parts)
         if r == 0:
             continue
-        for col in _home_pairs(spec, lay, g, p):
+        for col in home_pairs(spec, lay, g, p):
             if tiles[col] in held_by or tiles[col + 1] in held_by:
                 continue
             both = work(g, p, col) + work(g, p, col + 1)
             best = max(best, int(cores[tiles[col]]) + -(-both // 2))
-    return _head(spec) + best if best else 0
+    return phase_head(spec) + best if best else 0
 
 
-def _row_pairs_apply(wl: Workload, op: Operator, c: Candidate) -> bool:
+def row_pairs_apply(wl: Workload, op: Operator, c: Candidate) -> bool:
     """A moved A (not a weight, nor written by the host where it is read), a weight B
     broadcast from row 0 to other rows."""
     a, b = (wl.tensors[v.tensor] for v in op.inputs)
     return not (a.weight or a.replicated) and b.weight and c.layout.rows > 1
 
 
-def _home_pairs(spec: Spec, lay: GemmLayout, g: int, p: int) -> list[int]:
+def home_pairs(spec: Spec, lay: GemmLayout, g: int, p: int) -> list[int]:
     """Columns col whose weight homes (row 0) col and col + 1 are partners, both within the
     first fan-out of a row's multicast whichever tile of the row sends it."""
     base = grid_tile(lay, g, 0, 0, p)
@@ -490,19 +490,19 @@ def _widest(wl: Workload, op: Operator, c: Candidate, row: int, col: int = 0
             nth(n, lay.cols, col))
 
 
-def _core_lead(spec: Spec) -> int:
+def core_lead(spec: Spec) -> int:
     """A receive's cycles besides its payload in a multicast's core on two neighbours."""
     ex = spec.exchange
     return max(0, ex.rx_lead - math.ceil(ex.latency_per_tile))
 
 
-def _head(spec: Spec) -> int:
+def phase_head(spec: Spec) -> int:
     """The earliest a receive can begin after the phase starts."""
     ex = spec.exchange
     return ex.tx_overhead + ex.latency_base - ex.rx_lead
 
 
-class _PairWork:
+class PairWork:
     """A weight home's sends of its block as windows on its tile pair's two transmit lanes."""
 
     def __init__(self, wl: Workload, op: Operator, c: Candidate, spec: Spec, grain: Grain) -> None:

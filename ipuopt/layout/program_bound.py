@@ -23,6 +23,11 @@ are priced exactly and the model solved again, until that plan's moves are all p
 round also prices the next candidates' own phases ahead, for about as long as the model
 took to solve, so that the bound climbs faster than one plan a round.
 
+Pairs of layouts: an input phase whose A another GEMM leaves and whose weights are broadcast
+is floored for every (producer layout, candidate) pair held before the first round
+(`_PairCuts`), and each candidate of either side is held to the whole program's least with
+its best partner (two rows, remade each round with the prices found since).
+
 Candidates: a plan's terms split into one floor per GEMM (`_floor`), so a candidate whose
 floor plus every other GEMM's least exceeds `upper` (a program already found) cannot be in a
 plan below it and is left out of the model; the least such sum over what was left out
@@ -31,6 +36,7 @@ plan below it and is left out of the model; the least such sum over what was lef
 
 from __future__ import annotations
 
+import contextlib
 import math
 import time
 from dataclasses import dataclass, field
@@ -53,9 +59,10 @@ from ipuopt.layout.pricing import (
     row_pair_floor,
     unicast_lanes,
 )
+from ipuopt.layout.row_pairs import RowPairFloors
 from ipuopt.params import SolveParams, Stopped
 from ipuopt.spec import Spec
-from ipuopt.workloads.fragments import Grain, grain_name, lane_work
+from ipuopt.workloads.fragments import BOX, Grain, grain_name, lane_work
 from ipuopt.workloads.gemm import PARTIAL_BYTES, Candidate
 from ipuopt.workloads.geometry import homed, operand_home, operand_needs, reduction_sends
 from ipuopt.workloads.workload import Operator, Workload
@@ -64,6 +71,8 @@ MAX_CANDIDATES = 8000  # per GEMM in the model; the rest are bounded by `outside
 _TOP = 10**12  # cycles: above any term
 BULK = 8  # candidates priced ahead per GEMM phase at a time (`_BoundModel.ahead`)
 AHEAD_S = 1.0  # seconds a round prices ahead at least
+CUT_SHARE = 0.3  # of the time left, what the pair cuts may take before the model is first solved
+CUT_CHUNK = 1 << 21  # (producer, consumer) pairs evaluated at once (`_BoundModel.cut`)
 
 
 @dataclass
@@ -230,6 +239,10 @@ def program_bound(wl: Workload, spec: Spec, grain: Grain = None, upper: int | No
     moves.refresh({op.name: held.get(prog.head[op.name], []) if op.kind == "elementwise" else held[op.name]
                    for op in cat.ops}, exact=False)  # floors of producers held in the model
     model = _BoundModel(cat, prog, held, {g: [terms[g][i] for i in idx] for g, idx in chosen.items()}, sync)
+    left = params.stop.left()
+    cuts = _PairCuts(moves, model)
+    with contextlib.suppress(Stopped):  # asked to stop: what was cut so far holds
+        cuts.add(time.perf_counter() + (math.inf if left is None else CUT_SHARE * left))
     best, proven, rounds, plan, converged = 0, False, 0, {}, False
     while not params.stop.is_set():
         rounds += 1
@@ -246,6 +259,7 @@ def program_bound(wl: Workload, spec: Spec, grain: Grain = None, upper: int | No
             # for as long as the model took to solve (at least AHEAD_S): a round's solve and
             # its pricing each get about half of it
             _price(moves, model, unpriced)
+            cuts.refresh()
             began = time.perf_counter()
             while time.perf_counter() - began < max(AHEAD_S, solved):
                 if not _price(moves, model, model.ahead(BULK, found)):
@@ -277,6 +291,82 @@ def _price(moves: Moves, model: _BoundModel, keys: list[tuple]) -> int:
         else:
             model.add(key, _phase_price(moves, model, *key))
     return len(keys)
+
+
+class _PairCuts:
+    """The row-pair argument with the producer's cells known (`layout.row_pairs`) for every
+    pair of held (producer layout, consumer candidate) of an input phase whose A a producer
+    leaves and whose weights are broadcast, a few milliseconds per producer layout. Held as
+    pricing holds a pair, it would take a row per pair (millions; the plans near the model's
+    best come in families that differ by one split, and the bound stalled on them); instead
+    each side's candidate gets what the whole program costs at least with its best partner,
+    every pair counted in numpy: two rows of one term per candidate."""
+
+    def __init__(self, moves: Moves, model: _BoundModel) -> None:
+        self.moves, self.model = moves, model
+        self.cuts: list[_Cut] = []
+        self.priced = -1
+
+    def add(self, until: float) -> None:
+        """The cuts of every such phase, unless their floors take beyond `until`."""
+        moves, model = self.moves, self.model
+        wl, cat = moves.wl, moves.cat
+        for b in model.boundaries:
+            if b.gemm is None or b.reduction:
+                continue
+            op = next(o for o in cat.ops if o.name == b.gemm)
+            a = op.inputs[0].tensor
+            src = model.prog.layout_of(a)
+            if src is None or src == b.gemm or homed(wl, op, 0) or cat.grain == BOX:
+                continue
+            g, cands = b.gemm, model.held[b.gemm]
+            floors = RowPairFloors(wl, op, [c.source for c in cands], [c.doc["needs"][a] for c in cands],  # type: ignore[misc]
+                                   moves.needs_of, cat.spec, cat.grain, cat.check)
+            first: dict[int, int] = {}
+            for i, k in enumerate(floors.alike):
+                first.setdefault(k, i)
+            labels = list(dict.fromkeys(c.doc["output"] for c in model.held[src]))
+            table = np.zeros((len(labels), len(first)), dtype=np.int64)
+            for n, label in enumerate(labels):
+                if time.perf_counter() > until:
+                    cat.say(f"program bound: no time to floor {g}'s input phase by its producer's cells")
+                    break
+                cat.check()
+                table[n] = floors.against(label, moves.held_of(a, label), list(first.values()))
+            else:
+                at = {label: n for n, label in enumerate(labels)}
+                lab = np.array([at[c.doc["output"]] for c in model.held[src]])
+                self.cuts.append(_Cut(b, src, g, table, at, lab, np.array(floors.alike)))
+                cat.say(f"program bound: {g}'s input phase floored for {len(labels)} x {len(first)} layouts")
+        self.refresh()
+
+    def refresh(self) -> None:
+        """The cuts again with the phases priced since (each a term of its pair's exchange)."""
+        priced = len(self.model.phases)
+        if priced != self.priced:
+            self.priced = priced
+            for cut in self.cuts:
+                self.model.cut(cut)
+
+
+@dataclass
+class _Cut:
+    """Floors of `phase`'s exchange per pair: `table[lab[j], cls[i]]` for head `src`'s held
+    candidate j (its output layout's row, `at` by label) and GEMM `g`'s held candidate i."""
+
+    phase: _Boundary
+    src: str
+    g: str
+    table: np.ndarray
+    at: dict[str, int]
+    lab: np.ndarray
+    cls: np.ndarray
+    rows: dict[int, np.ndarray] = field(default_factory=dict)  # table row -> src's candidates
+
+    def of(self, row: int) -> np.ndarray:
+        if row not in self.rows:
+            self.rows[row] = np.flatnonzero(self.lab == row)
+        return self.rows[row]
 
 
 def _gemm(model: _BoundModel, g: str, i: int) -> tuple[Operator, Any]:
@@ -479,6 +569,7 @@ class _BoundModel:
             m.add_exactly_one(xs)
         self._memory(m, x)
         self.labels: dict[tuple[str, str, str], Any] = {}
+        self.sets: dict[tuple, Any] = {}  # (head, candidates...) -> `one_of`'s literal
         self.move_vars: dict[tuple[str | None, str, str], Any] = {}
         self.exchange_vars: dict[tuple[str, bool], Any] = {}  # (GEMM, reduction?) -> its phase's
 
@@ -502,9 +593,85 @@ class _BoundModel:
             if b.gemm is not None:
                 self.exchange_vars[(b.gemm, b.reduction)] = exchange
             objective.append(exchange)
-        m.minimize(sum(objective))
+        self.total = sum(objective)
+        m.minimize(self.total)
 
-    def _chosen(self, h: str, key: str, value: str) -> Any:
+    def cut(self, cut: _Cut) -> None:
+        """Pair cuts between heads `cut.src` and `cut.g` (`_PairCuts`): every boundary's terms as
+        the model counts them at least (a third head's at its least), `cut.phase`'s exchange
+        also at least its pair's floor in `cut` or its price; then the program is at least each
+        candidate's least over its partners."""
+        phase, src, g = cut.phase, cut.src, cut.g
+        priced: dict[int, list[tuple[int, int]]] = {}  # g's candidate -> (table row, its pair's price)
+        for (g2, i, haves), cycles in self.phases.items():
+            if g2 == g and isinstance(haves, tuple) and len(haves) == 1 and haves[0][0] == src \
+                    and haves[0][1] in cut.at:
+                priced.setdefault(i, []).append((cut.at[haves[0][1]], cycles))
+        sides = (src, g)
+        n = {h: len(self.held[h]) for h in sides}
+        alone = {h: np.zeros(n[h], dtype=np.int64) for h in sides}  # terms of one side
+        const = 0  # terms of neither
+        coupled: list[tuple[np.ndarray, np.ndarray, int, bool]] = []  # max(side j, side i, rest[, table])
+        for b in self.boundaries:
+            for h, v in b.sync:
+                if h in sides:
+                    alone[h] += np.asarray(v, dtype=np.int64)
+                else:
+                    const += min(v, default=0)
+            for items, paired in ((b.compute, False), (self._exchange_items(b), b is phase)):
+                per = {h: [np.asarray(v, dtype=np.int64) for h2, v in items if h2 == h] for h in sides}
+                side = {h: np.max(per[h], axis=0) if per[h] else np.zeros(n[h], dtype=np.int64)
+                        for h in sides}
+                rest = max((min(v, default=0) for h, v in items if h not in sides), default=0)
+                if paired or (per[src] and per[g]):
+                    coupled.append((side[src], side[g], rest, paired))
+                elif per[src] or per[g]:
+                    h = src if per[src] else g
+                    alone[h] += np.maximum(side[h], rest)
+                else:
+                    const += rest
+        best_i = np.empty(n[g], dtype=np.int64)
+        best_j = np.full(n[src], np.iinfo(np.int64).max, dtype=np.int64)
+        step = max(1, CUT_CHUNK // n[src])
+        for at in range(0, n[g], step):
+            self.cat.check()
+            i = np.arange(at, min(n[g], at + step))
+            total = alone[src][:, None] + alone[g][None, i] + const
+            for vj, vi, rest, paired in coupled:
+                term = np.maximum(np.maximum(vj[:, None], vi[None, i]), rest)
+                if paired:
+                    term = np.maximum(term, cut.table[cut.lab[:, None], cut.cls[None, i]])
+                    for k in set(priced).intersection(i.tolist()):
+                        for row, cycles in priced[k]:
+                            js = cut.of(row)
+                            term[js, k - at] = np.maximum(term[js, k - at], cycles)
+                total += term
+            best_i[i] = total.min(axis=0)
+            np.minimum(best_j, total.min(axis=1), out=best_j)
+        self.m.add(self.total >= sum(int(v) * x for v, x in zip(best_i, self.x[g], strict=True)))
+        self.m.add(self.total >= sum(int(v) * x for v, x in zip(best_j, self.x[src], strict=True)))
+
+    def _exchange_items(self, b: _Boundary) -> list[tuple[str, list[int]]]:
+        """What boundary `b`'s exchange is at least in the model, per head: its parts, its
+        moves' floors and the phases priced for a candidate alone."""
+        out = list(b.exchange)
+        out += [(g, [c.moves[t] for c in self.held[g]]) for _, g, t in b.moves]
+        if b.gemm is not None and (b.gemm, b.reduction) in self.own:
+            own = self.own[(b.gemm, b.reduction)]
+            out.append((b.gemm, [own.get(i, 0) for i in range(len(self.held[b.gemm]))]))
+        return out
+
+    def one_of(self, h: str, idx: list[int]) -> Any:
+        """A literal: head `h`'s candidate is one of its held candidates `idx`."""
+        if len(idx) == 1:
+            return self.x[h][idx[0]]
+        key = (h, *idx)
+        if key not in self.sets:
+            lit = self.sets[key] = self.m.new_bool_var("")
+            self.m.add(lit == sum(self.x[h][i] for i in idx))
+        return self.sets[key]
+
+    def chosen(self, h: str, key: str, value: str) -> Any:
         """A literal: the head's candidate has this output label (`key` "output") or needs
         input `key` in this layout."""
         if (h, key, value) not in self.labels:
@@ -524,16 +691,16 @@ class _BoundModel:
                 self.own.setdefault((g, reduction), {})[i] = cycles
                 return
             self.m.add(self.exchange_vars[(g, reduction)] >= cycles).only_enforce_if(
-                [self.x[g][i], *(self._chosen(h, "output", a) for h, a in haves)])
+                [self.x[g][i], *(self.chosen(h, "output", a) for h, a in haves)])
             return
         t, have, need = key
         self.prices[key] = cycles
         for (src, g, t2), var in self.move_vars.items():
             if t2 != t:
                 continue
-            lits = [self._chosen(g, t, need)]
+            lits = [self.chosen(g, t, need)]
             if src is not None:
-                lits.append(self._chosen(src, "output", have))
+                lits.append(self.chosen(src, "output", have))
             self.m.add(var >= cycles).only_enforce_if(lits)
 
     def _fold(self) -> None:

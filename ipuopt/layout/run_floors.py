@@ -42,6 +42,7 @@ class Grid:
     # of that period (a row at cell offset i starts at i * the cell's row bytes)
     ordinary: np.ndarray
     saved: dict[int, np.ndarray]
+    lead: int  # a run's cycles besides its payload (`grid_of`)
 
 
 @dataclass(frozen=True)
@@ -104,16 +105,17 @@ def _ranges(starts: np.ndarray, labels: np.ndarray) -> tuple[np.ndarray, np.ndar
     return first[owner] + offset, owner
 
 
-def _run_cost(elems: np.ndarray, elem: int, spec: Spec, paired: bool = True) -> np.ndarray:
+def _run_cost(elems: np.ndarray, elem: int, spec: Spec, lead: int, paired: bool = True) -> np.ndarray:
     """Receive cycles of one run of `elems` elements at the fastest width, or at ordinary
     width (0 for none)."""
     words = -(-elems * elem // spec.exchange.word_bytes)
     payload = (fastest_of if paired else unpaired_of)(words, spec)
-    return np.where(elems > 0, spec.exchange.rx_lead + payload, 0)
+    return np.where(elems > 0, lead + payload, 0)
 
 
-def grid_of(held: Held, spec: Spec, elem: int) -> Grid | None:
-    """`held` as a grid (None when its pieces are not the cells of one, or a tile holds two)."""
+def grid_of(held: Held, spec: Spec, elem: int, lead: int | None = None) -> Grid | None:
+    """`held` as a grid (None when its pieces are not the cells of one, or a tile holds two).
+    `lead`: what a run costs besides its payload (the receive lead unless given)."""
     bounds = tuple(np.unique(np.concatenate([held.lo[:, d], held.hi[:, d]])) for d in range(3))
     shape = tuple(len(b) - 1 for b in bounds)
     if not len(held.tiles) or int(np.prod(shape)) != len(held.tiles):
@@ -128,7 +130,8 @@ def grid_of(held: Held, spec: Spec, elem: int) -> Grid | None:
     cell_of_tile = np.full(spec.tiles, -1, dtype=np.int64)
     cell_of_tile[held.tiles] = flat
     width = np.diff(bounds[2])
-    fast, slow = _run_cost(width, elem, spec), _run_cost(width, elem, spec, paired=False)
+    lead = spec.exchange.rx_lead if lead is None else lead
+    fast, slow = _run_cost(width, elem, spec, lead), _run_cost(width, elem, spec, lead, paired=False)
     align = spec.exchange.paired_alignment
     if (held.addr % align).any() or not regions_aligned(spec):
         period = np.ones_like(width)  # offsets say nothing: every run may be paired
@@ -136,7 +139,7 @@ def grid_of(held: Held, spec: Spec, elem: int) -> Grid | None:
         period = align // np.gcd(width * elem, align)
     saved = {int(p): np.concatenate([[0], np.cumsum(np.where(period == p, slow - fast, 0))])
              for p in np.unique(period)}
-    return Grid(bounds, cell_of_tile, np.concatenate([[0], np.cumsum(slow)]), saved)
+    return Grid(bounds, cell_of_tile, np.concatenate([[0], np.cumsum(slow)]), saved, lead)
 
 
 def receive_floors(grid: Grid, probes: Probes, spec: Spec, elem: int, grain: Grain) -> np.ndarray:
@@ -144,52 +147,94 @@ def receive_floors(grid: Grid, probes: Probes, spec: Spec, elem: int, grain: Gra
     those needs (0 where nothing is received, or at `grain` BOX, where a whole overlap is one
     transfer and rows are not runs): the most a named tile receives of its boxes, or any tile
     of one box."""
+    out = np.zeros(probes.labels, dtype=np.int64)
     if grain == BOX or not len(probes.box):
-        return np.zeros(probes.labels, dtype=np.int64)
-    b0, b1, b2 = grid.bounds
+        return out
+    boxes = _Boxes.of(grid, probes, spec, elem, grain)
     lo, hi = probes.lo, probes.hi
-    s = np.searchsorted(b2, lo[:, 2], "right") - 1  # the cells holding the box's first and last column
-    e = np.searchsorted(b2, hi[:, 2], "left") - 1
-    single = s == e
-    after = b2[np.minimum(s + 1, len(b2) - 1)]
-    rows = (hi[:, 0] - lo[:, 0]) * (hi[:, 1] - lo[:, 1])
-    # the first and last cells' runs start inside them: counted as if all aligned
-    edge = _run_cost(np.where(single, hi[:, 2] - lo[:, 2], after - lo[:, 2]), elem, spec)
-    edge = edge + np.where(single, 0, _run_cost(hi[:, 2] - b2[e], elem, spec))
-    work = rows * edge
-    # whole cells between: each row a run at ordinary width, less what pairing saves on the rows
-    # that may start aligned: within one cell of dimension 1, one row in `period` at most
-    inner = np.minimum(s + 1, e)
-    work = work + rows * (grid.ordinary[e] - grid.ordinary[inner])
-    cells1 = np.searchsorted(b1, hi[:, 1], "left") - np.searchsorted(b1, lo[:, 1], "right") + 1
-    align = spec.exchange.paired_alignment
-    if grain is None or cuts_keep_alignment(grain, align):
-        # a run must start aligned in the receiver's buffer too (its rows are the box's width
-        # apart): with both periods powers of two, at most one row in the larger period does
-        dst = align // np.gcd((hi[:, 2] - lo[:, 2]) * elem, align) if regions_aligned(spec) else 1
-        for p, saved in grid.saved.items():
-            period = np.maximum(p, dst)
-            aligned = np.minimum(rows, (hi[:, 0] - lo[:, 0]) * ((hi[:, 1] - lo[:, 1]) // period + cells1))
-            work = work - aligned * (saved[e] - saved[inner])
-    else:  # cut at a grain that is not a multiple of the alignment: any fragment may be paired
-        work = work - rows * sum(saved[e] - saved[inner] for saved in grid.saved.values())
-    merged = single & (lo[:, 2] == b2[s]) & (hi[:, 2] == after)  # rows may merge: one run, best case
-    inside = np.all([(lo[:, d] >= b[0]) & (hi[:, d] <= b[-1]) for d, b in enumerate(grid.bounds)], axis=0)
-    inside &= s >= 0
-    volume = rows * (hi[:, 2] - lo[:, 2])
     # whichever tile needs a box holds one cell at most: at most the tallest cell's rows of it
     # at the widest cell's run cost are not received
-    tall = [int(np.diff(b).max()) for b in (b0, b1)]
+    tall = [int(np.diff(b).max()) for b in grid.bounds[:2]]
     some = np.minimum(hi[:, 0] - lo[:, 0], tall[0]) * np.minimum(hi[:, 1] - lo[:, 1], tall[1])
-    widest = int(np.diff(b2).max())
-    less = some * int(_run_cost(np.array([widest]), elem, spec, paired=False)[0])
-    anywhere = _value(work - less, merged, volume - some * np.minimum(hi[:, 2] - lo[:, 2], widest), inside,
-                      elem, spec)
-    out = np.zeros(probes.labels, dtype=np.int64)
+    widest = int(np.diff(grid.bounds[2]).max())
+    less = some * int(_run_cost(np.array([widest]), elem, spec, grid.lead, paired=False)[0])
+    anywhere = boxes.value(boxes.work - less, boxes.volume - some * np.minimum(hi[:, 2] - lo[:, 2], widest))
     has = np.diff(probes.starts) > 0  # each label's entries begin at its start
     out[has] = np.maximum.reduceat(anywhere[probes.box], probes.starts[:-1][has])
-    if len(probes.lane_box):  # a named tile: its own cell known, all its boxes on its one lane
-        j, tile = probes.lane_box, probes.lane_tile
+    if len(probes.lane_box):
+        np.maximum.at(out, probes.lane_label, boxes.lanes()[0])
+    ex = spec.exchange
+    return np.where(out > 0, out + ex.tx_overhead + spec.latency(0, 1) - ex.rx_lead, 0)
+
+
+def lane_floors(grid: Grid, probes: Probes, spec: Spec, elem: int, grain: Grain
+                ) -> tuple[np.ndarray, np.ndarray]:
+    """Per (label, tile) lane of `probes`: a floor of that tile's receive work of its boxes
+    (each run at the grid's lead plus its payload, 0 at `grain` BOX), and how many of their
+    elements the tile holds itself."""
+    if grain == BOX or not len(probes.lane_box):
+        empty = np.zeros(len(probes.lane_label), dtype=np.int64)
+        return empty, empty.copy()
+    return _Boxes.of(grid, probes, spec, elem, grain).lanes()
+
+
+@dataclass(frozen=True)
+class _Boxes:
+    """The receive work of each distinct box of `probes` from `grid`, whoever receives it."""
+
+    grid: Grid
+    probes: Probes
+    spec: Spec
+    elem: int
+    work: np.ndarray  # every row of every overlap a run
+    merged: np.ndarray  # rows may merge: one run, best case
+    volume: np.ndarray
+    inside: np.ndarray
+
+    @classmethod
+    def of(cls, grid: Grid, probes: Probes, spec: Spec, elem: int, grain: Grain) -> _Boxes:
+        _, b1, b2 = grid.bounds
+        lo, hi = probes.lo, probes.hi
+        s = np.searchsorted(b2, lo[:, 2], "right") - 1  # the cells holding the box's first and last column
+        e = np.searchsorted(b2, hi[:, 2], "left") - 1
+        single = s == e
+        after = b2[np.minimum(s + 1, len(b2) - 1)]
+        rows = (hi[:, 0] - lo[:, 0]) * (hi[:, 1] - lo[:, 1])
+        # the first and last cells' runs start inside them: counted as if all aligned
+        edge = _run_cost(np.where(single, hi[:, 2] - lo[:, 2], after - lo[:, 2]), elem, spec, grid.lead)
+        edge = edge + np.where(single, 0, _run_cost(hi[:, 2] - b2[e], elem, spec, grid.lead))
+        work = rows * edge
+        # whole cells between: each row a run at ordinary width, less what pairing saves on the
+        # rows that may start aligned: within one cell of dimension 1, one row in `period` at most
+        inner = np.minimum(s + 1, e)
+        work = work + rows * (grid.ordinary[e] - grid.ordinary[inner])
+        cells1 = np.searchsorted(b1, hi[:, 1], "left") - np.searchsorted(b1, lo[:, 1], "right") + 1
+        align = spec.exchange.paired_alignment
+        if grain is None or cuts_keep_alignment(grain, align):
+            # a run must start aligned in the receiver's buffer too (its rows are the box's width
+            # apart): with both periods powers of two, at most one row in the larger period does
+            dst = align // np.gcd((hi[:, 2] - lo[:, 2]) * elem, align) if regions_aligned(spec) else 1
+            for p, saved in grid.saved.items():
+                period = np.maximum(p, dst)
+                aligned = np.minimum(rows, (hi[:, 0] - lo[:, 0]) * ((hi[:, 1] - lo[:, 1]) // period + cells1))
+                work = work - aligned * (saved[e] - saved[inner])
+        else:  # cut at a grain that is not a multiple of the alignment: any fragment may be paired
+            work = work - rows * sum(saved[e] - saved[inner] for saved in grid.saved.values())
+        merged = single & (lo[:, 2] == b2[s]) & (hi[:, 2] == after)
+        inside = np.all([(lo[:, d] >= b[0]) & (hi[:, d] <= b[-1]) for d, b in enumerate(grid.bounds)], axis=0)
+        inside &= s >= 0
+        return cls(grid, probes, spec, elem, work, merged, rows * (hi[:, 2] - lo[:, 2]), inside)
+
+    def value(self, work: np.ndarray, left: np.ndarray, j: slice | np.ndarray = slice(None)) -> np.ndarray:
+        """Boxes `j`'s receive floor: `work`, or one run of the `left` elements where rows
+        merge; nothing outside the grid."""
+        run = _run_cost(np.maximum(left, 0), self.elem, self.spec, self.grid.lead)
+        return np.where(self.inside[j], np.maximum(np.where(self.merged[j], run, work), 0), 0)
+
+    def lanes(self) -> tuple[np.ndarray, np.ndarray]:
+        """`lane_floors`: each named tile's own cell known, all its boxes on its one lane."""
+        grid, probes = self.grid, self.probes
+        j, tile, hi, lo = probes.lane_box, probes.lane_tile, probes.hi, probes.lo
         own = np.zeros((len(j), 3), dtype=np.int64)
         cell = grid.cell_of_tile[tile]
         idx = np.unravel_index(np.maximum(cell, 0), tuple(len(b) - 1 for b in grid.bounds))
@@ -198,17 +243,9 @@ def receive_floors(grid: Grid, probes: Probes, spec: Spec, elem: int, grain: Gra
             own[:, d] = np.clip(top - bottom, 0, None)
         own[cell < 0] = 0
         own_rows = own[:, 0] * own[:, 1]
-        mine = _value(work[j] - own_rows * _run_cost(own[:, 2], elem, spec, paired=False), merged[j],
-                      volume[j] - own_rows * own[:, 2], inside[j], elem, spec)
-        lanes = np.bincount(probes.lane, weights=mine, minlength=len(probes.lane_label)).astype(np.int64)
-        np.maximum.at(out, probes.lane_label, lanes)
-    ex = spec.exchange
-    return np.where(out > 0, out + ex.tx_overhead + spec.latency(0, 1) - ex.rx_lead, 0)
-
-
-def _value(work: np.ndarray, merged: np.ndarray, left: np.ndarray, inside: np.ndarray, elem: int,
-           spec: Spec) -> np.ndarray:
-    """A box's receive floor: `work`, or one run of the `left` elements where rows merge;
-    nothing outside the grid."""
-    value = np.where(merged, _run_cost(np.maximum(left, 0), elem, spec), work)
-    return np.where(inside, np.maximum(value, 0), 0)
+        held = own_rows * own[:, 2]
+        mine = self.value(self.work[j] - own_rows * _run_cost(own[:, 2], self.elem, self.spec, grid.lead,
+                                                               paired=False), self.volume[j] - held, j)
+        n = len(probes.lane_label)
+        return (np.bincount(probes.lane, weights=mine, minlength=n).astype(np.int64),
+                np.bincount(probes.lane, weights=held, minlength=n).astype(np.int64))
