@@ -569,7 +569,6 @@ class _BoundModel:
             m.add_exactly_one(xs)
         self._memory(m, x)
         self.labels: dict[tuple[str, str, str], Any] = {}
-        self.sets: dict[tuple, Any] = {}  # (head, candidates...) -> `one_of`'s literal
         self.move_vars: dict[tuple[str | None, str, str], Any] = {}
         self.exchange_vars: dict[tuple[str, bool], Any] = {}  # (GEMM, reduction?) -> its phase's
 
@@ -661,17 +660,7 @@ class _BoundModel:
             out.append((b.gemm, [own.get(i, 0) for i in range(len(self.held[b.gemm]))]))
         return out
 
-    def one_of(self, h: str, idx: list[int]) -> Any:
-        """A literal: head `h`'s candidate is one of its held candidates `idx`."""
-        if len(idx) == 1:
-            return self.x[h][idx[0]]
-        key = (h, *idx)
-        if key not in self.sets:
-            lit = self.sets[key] = self.m.new_bool_var("")
-            self.m.add(lit == sum(self.x[h][i] for i in idx))
-        return self.sets[key]
-
-    def chosen(self, h: str, key: str, value: str) -> Any:
+    def _chosen(self, h: str, key: str, value: str) -> Any:
         """A literal: the head's candidate has this output label (`key` "output") or needs
         input `key` in this layout."""
         if (h, key, value) not in self.labels:
@@ -691,16 +680,16 @@ class _BoundModel:
                 self.own.setdefault((g, reduction), {})[i] = cycles
                 return
             self.m.add(self.exchange_vars[(g, reduction)] >= cycles).only_enforce_if(
-                [self.x[g][i], *(self.chosen(h, "output", a) for h, a in haves)])
+                [self.x[g][i], *(self._chosen(h, "output", a) for h, a in haves)])
             return
         t, have, need = key
         self.prices[key] = cycles
         for (src, g, t2), var in self.move_vars.items():
             if t2 != t:
                 continue
-            lits = [self.chosen(g, t, need)]
+            lits = [self._chosen(g, t, need)]
             if src is not None:
-                lits.append(self.chosen(src, "output", have))
+                lits.append(self._chosen(src, "output", have))
             self.m.add(var >= cycles).only_enforce_if(lits)
 
     def _fold(self) -> None:
