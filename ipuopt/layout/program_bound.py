@@ -322,6 +322,8 @@ class _PairCuts:
             g, cands = b.gemm, model.held[b.gemm]
             floors = RowPairFloors(wl, op, [c.source for c in cands], [c.doc["needs"][a] for c in cands],  # type: ignore[misc]
                                    moves.needs_of, cat.spec, cat.grain, cat.check)
+            if not floors.slotted:
+                continue  # no candidate has row pairs (B not a weight, one row, no partner homes)
             first: dict[int, int] = {}
             for i, k in enumerate(floors.alike):
                 first.setdefault(k, i)

@@ -63,6 +63,7 @@ class RowPairFloors:
                 slot_label.append(len(first) - 1)
                 slot_col.append(col)
         self.probes = Probes.of([[] for _ in lists], lists)
+        self.slotted = bool(lists)  # some candidate has tile pairs to look at
         # each slot's two lanes, x's then y's (both receive the row's A block)
         assert len(self.probes.lane_label) == 2 * len(lists)
         # per candidate: its slots and what the weights add on each (`pricing.row_pair_bound`)
