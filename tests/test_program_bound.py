@@ -296,3 +296,22 @@ def test_the_bound_with_pair_cuts_is_below_every_sampled_plans_program() -> None
         assert everything.value <= one.value <= floor, (labels, one.terms)
         tested += 1
     assert tested >= 6
+
+
+def test_a_bound_capped_by_the_candidates_left_out_holds_more_and_stays_below_every_plan(monkeypatch) -> None:
+    """Held 4 per GEMM at first, the model's bound soon reaches the least floor of those left
+    out: the model is made again holding twice as many (the prices found carried over), and
+    the bound it reports stays below every sampled plan's floor."""
+    from ipuopt.layout import program_bound as pb
+
+    wl = load_workload("mini-mlp")
+    cat = Catalogue(wl, SPEC, 0.5, "box", lambda _m: None, lambda: None)
+    monkeypatch.setattr(pb, "MAX_CANDIDATES", 4)
+    said: list[str] = []
+    grown = program_bound(wl, SPEC, "box", params=SolveParams(time_limit=20, workers=1, seed=0),
+                          catalogue=cat, say=said.append)
+    assert any("held per GEMM" in m for m in said), said
+    assert max(grown.candidates.values()) > 4
+    for plan in _plans(wl, 10):
+        floor = _floor(generate(wl, SPEC, {op: c.layout for op, c in plan.items()}, "box"))
+        assert grown.value <= floor, {op: c.layout.label for op, c in plan.items()}

@@ -211,9 +211,80 @@ def program_bound(wl: Workload, spec: Spec, grain: Grain = None, upper: int | No
              for op in prog.heads}
     floors = {op.name: [_floor(t, c, sync) for t, c in zip(terms[op.name], cat.cands[op.name], strict=True)]
               for op in prog.gemms}
+    least = {g: min(f) for g, f in floors.items()}
+    cap, before, old = MAX_CANDIDATES, 0, None
+    while True:
+        chosen, out, truncated = _hold(cat, prog, floors, least, upper, fixed, min_utilisation, cap)
+        taken = {g: [cat.cands[g][i] for i in idx] for g, idx in chosen.items()}
+        try:
+            moves.refresh({op.name: taken.get(prog.head[op.name], []) if op.kind == "elementwise"
+                           else taken[op.name] for op in cat.ops}, exact=False)  # floors of producers held
+            model = _BoundModel(cat, prog, taken,
+                                {g: [terms[g][i] for i in idx] for g, idx in chosen.items()}, sync)
+        except Stopped:  # asked to stop while holding more: the bound made before holds
+            if old is None:
+                raise
+            break
+        held, outside = taken, out
+        if old is not None:
+            model.inherit(old)
+        left = params.stop.left()
+        cuts = _PairCuts(moves, model)
+        with contextlib.suppress(Stopped):  # asked to stop: what was cut so far holds
+            cuts.add(time.perf_counter() + (math.inf if left is None else CUT_SHARE * left))
+        best, proven, rounds, plan, converged = 0, False, 0, {}, False
+        grow = False
+        while not params.stop.is_set():
+            rounds += 1
+            solved = time.perf_counter()
+            bound, proven, found = model.solve(params, plan)
+            solved = time.perf_counter() - solved
+            best = max(best, bound)
+            plan = found or plan
+            unpriced = model.unpriced(found) if found else []
+            if not unpriced:
+                converged = proven
+                break
+            if truncated and outside is not None and best >= outside:
+                grow = True  # the candidates left out cap the bound: hold twice as many
+                break
+            try:  # the best plan's prices, then the next candidates' own phases in floor order
+                # for as long as the model took to solve (at least AHEAD_S): a round's solve and
+                # its pricing each get about half of it
+                _price(moves, model, unpriced)
+                cuts.refresh()
+                began = time.perf_counter()
+                while time.perf_counter() - began < max(AHEAD_S, solved):
+                    if not _price(moves, model, model.ahead(BULK, found)):
+                        break  # every candidate priced
+            except Stopped:  # the bound so far holds: prices only ever raise it
+                break
+            say(f"program bound: round {rounds}, {best} cycles; "
+                f"{len(model.prices) + len(model.phases)} moves and phases priced")
+        if not grow:
+            break
+        before = max(before, int(min(best, outside if outside is not None else math.inf)))
+        cap, old = 2 * cap, model
+        say(f"program bound: {before} cycles, capped by the candidates left out; up to {cap} held per GEMM")
+    if best == math.inf and outside is None:
+        raise InputError.one(wl.source, "", f"no plan fits {spec.name}'s memory")
+    value = max(before, int(min(best, outside if outside is not None else math.inf)))
+    return ProgramBound(value, best, outside, converged and (outside is None or outside >= best),
+                        {g: held[g][i].doc["id"] for g, i in plan.items()},
+                        model.split(plan) if plan else [], {g: len(held[g]) for g in floors},
+                        {g: len(cat.cands[g]) for g in floors}, len(model.prices) + len(model.phases),
+                        rounds, grain, time.perf_counter() - t0)
+
+
+def _hold(cat: Catalogue, prog: _Program, floors: dict[str, list[int]], least: dict[str, int],
+          upper: int | None, fixed: dict[str, str] | None, min_utilisation: float, cap: int
+          ) -> tuple[dict[str, list[int]], int | None, bool]:
+    """The candidates the model holds per head: the named one (`fixed`), else up to `cap` per
+    GEMM cheapest floor first of those that can be in a plan below `upper`; the least floor
+    of a plan with one left out (None: none), and whether `cap` left any out."""
     chosen: dict[str, list[int]] = {}
     outside: int | None = None
-    least = {g: min(f) for g, f in floors.items()}
+    truncated = False
     total = sum(least.values())
     for op in prog.heads:
         n = len(cat.cands[op.name])
@@ -230,52 +301,13 @@ def program_bound(wl: Workload, spec: Spec, grain: Grain = None, upper: int | No
             continue
         rest = total - least[op.name]
         order = sorted(range(n), key=lambda i: (floors[op.name][i], i))
-        keep = [i for i in order if upper is None or floors[op.name][i] + rest <= upper][:MAX_CANDIDATES]
-        chosen[op.name] = keep
-        if fixed is None and len(keep) < n:
-            first_out = min(floors[op.name][i] for i in set(range(n)) - set(keep)) + rest
+        within = [i for i in order if upper is None or floors[op.name][i] + rest <= upper]
+        chosen[op.name] = within[:cap]
+        truncated |= len(within) > cap
+        if fixed is None and len(chosen[op.name]) < n:
+            first_out = min(floors[op.name][i] for i in set(range(n)) - set(chosen[op.name])) + rest
             outside = first_out if outside is None else min(outside, first_out)
-    held = {g: [cat.cands[g][i] for i in idx] for g, idx in chosen.items()}
-    moves.refresh({op.name: held.get(prog.head[op.name], []) if op.kind == "elementwise" else held[op.name]
-                   for op in cat.ops}, exact=False)  # floors of producers held in the model
-    model = _BoundModel(cat, prog, held, {g: [terms[g][i] for i in idx] for g, idx in chosen.items()}, sync)
-    left = params.stop.left()
-    cuts = _PairCuts(moves, model)
-    with contextlib.suppress(Stopped):  # asked to stop: what was cut so far holds
-        cuts.add(time.perf_counter() + (math.inf if left is None else CUT_SHARE * left))
-    best, proven, rounds, plan, converged = 0, False, 0, {}, False
-    while not params.stop.is_set():
-        rounds += 1
-        solved = time.perf_counter()
-        bound, proven, found = model.solve(params, plan)
-        solved = time.perf_counter() - solved
-        best = max(best, bound)
-        plan = found or plan
-        unpriced = model.unpriced(found) if found else []
-        if not unpriced:
-            converged = proven
-            break
-        try:  # the best plan's prices, then the next candidates' own phases in floor order
-            # for as long as the model took to solve (at least AHEAD_S): a round's solve and
-            # its pricing each get about half of it
-            _price(moves, model, unpriced)
-            cuts.refresh()
-            began = time.perf_counter()
-            while time.perf_counter() - began < max(AHEAD_S, solved):
-                if not _price(moves, model, model.ahead(BULK, found)):
-                    break  # every candidate priced
-        except Stopped:  # the bound so far holds: prices only ever raise it
-            break
-        say(f"program bound: round {rounds}, {best} cycles; "
-            f"{len(model.prices) + len(model.phases)} moves and phases priced")
-    if best == math.inf and outside is None:
-        raise InputError.one(wl.source, "", f"no plan fits {spec.name}'s memory")
-    value = int(min(best, outside if outside is not None else math.inf))
-    return ProgramBound(value, best, outside, converged and (outside is None or outside >= best),
-                        {g: held[g][i].doc["id"] for g, i in plan.items()},
-                        model.split(plan) if plan else [], {g: len(held[g]) for g in floors},
-                        {g: len(cat.cands[g]) for g in floors}, len(model.prices) + len(model.phases),
-                        rounds, grain, time.perf_counter() - t0)
+    return chosen, outside, truncated
 
 
 def _price(moves: Moves, model: _BoundModel, keys: list[tuple]) -> int:
@@ -661,6 +693,16 @@ class _BoundModel:
             own = self.own[(b.gemm, b.reduction)]
             out.append((b.gemm, [own.get(i, 0) for i in range(len(self.held[b.gemm]))]))
         return out
+
+    def inherit(self, old: _BoundModel) -> None:
+        """The prices a model holding fewer candidates found (its candidates are among these)."""
+        for key, cycles in old.prices.items():
+            self.add(key, cycles)
+        at = {g: {id(c): k for k, c in enumerate(cs)} for g, cs in self.held.items()}
+        for (g, i, haves), cycles in old.phases.items():
+            k = at[g].get(id(old.held[g][i]))
+            if k is not None:
+                self.add((g, k, haves), cycles)
 
     def _chosen(self, h: str, key: str, value: str) -> Any:
         """A literal: the head's candidate has this output label (`key` "output") or needs
