@@ -214,6 +214,7 @@ def program_bound(wl: Workload, spec: Spec, grain: Grain = None, upper: int | No
     least = {g: min(f) for g, f in floors.items()}
     cap, before, old = MAX_CANDIDATES, 0, None
     while True:
+        building = time.perf_counter()
         chosen, out, truncated = _hold(cat, prog, floors, least, upper, fixed, min_utilisation, cap)
         taken = {g: [cat.cands[g][i] for i in idx] for g, idx in chosen.items()}
         try:
@@ -232,6 +233,7 @@ def program_bound(wl: Workload, spec: Spec, grain: Grain = None, upper: int | No
         cuts = _PairCuts(moves, model)
         with contextlib.suppress(Stopped):  # asked to stop: what was cut so far holds
             cuts.add(time.perf_counter() + (math.inf if left is None else CUT_SHARE * left))
+        built = time.perf_counter() - building
         best, proven, rounds, plan, converged = 0, False, 0, {}, False
         grow = False
         while not params.stop.is_set():
@@ -245,9 +247,10 @@ def program_bound(wl: Workload, spec: Spec, grain: Grain = None, upper: int | No
             if not unpriced:
                 converged = proven
                 break
-            if truncated and outside is not None and best >= outside:
-                grow = True  # the candidates left out cap the bound: hold twice as many
-                break
+            room = params.stop.left()
+            if truncated and outside is not None and best >= outside and (room is None or room > 2 * built):
+                grow = True  # the candidates left out cap the bound: hold twice as many, if that
+                break  # twice as large a build (and rounds after it) fits in the time left
             try:  # the best plan's prices, then the next candidates' own phases in floor order
                 # for as long as the model took to solve (at least AHEAD_S): a round's solve and
                 # its pricing each get about half of it
