@@ -36,9 +36,9 @@ def test_a_row_pair_floor_is_never_above_the_exact_row_pair_bound(workload: str,
     checked = positive = 0
     for label in rng.sample(outs, min(12, len(outs))):
         held = moves.held_of(a, label)
-        values = floors.against(label, held)
+        values = floors.against(held)
         some = sorted(rng.sample(range(len(cands)), min(25, len(cands))))
-        assert (floors.against(label, held, some) == values[some]).all()
+        assert (floors.against(held, some) == values[some]).all()
         for i in some:
             exact = row_pair_bound(wl, op, cands[i].source, spec, g, held)
             assert values[i] <= exact, (label, cands[i].doc["id"], values[i], exact)

@@ -369,7 +369,7 @@ class _PairCuts:
                     cat.say(f"program bound: no time to floor {g}'s input phase by its producer's cells")
                     break
                 cat.check()
-                table[n] = floors.against(label, moves.held_of(a, label), list(first.values()))
+                table[n] = floors.against(moves.held_of(a, label), list(first.values()))
             else:
                 at = {label: n for n, label in enumerate(labels)}
                 lab = np.array([at[c.doc["output"]] for c in model.held[src]])

@@ -18,7 +18,7 @@ from collections.abc import Callable
 import numpy as np
 
 from ipuopt.layout.pricing import Held, PairWork, core_lead, home_pairs, phase_head, row_pairs_apply
-from ipuopt.layout.run_floors import Grid, Probes, grid_of, lane_floors
+from ipuopt.layout.run_floors import Probes, grid_of, lane_floors
 from ipuopt.spec import Spec
 from ipuopt.workloads.fragments import BOX, Grain
 from ipuopt.workloads.gemm import Candidate
@@ -39,7 +39,6 @@ class RowPairFloors:
         """`check` is called between need labels (it raises to stop)."""
         self.spec, self.elem, self.grain = spec, wl.elem_bytes, grain
         self.lead = core_lead(spec)
-        self.grids: dict[str, Grid | None] = {}  # producer layout -> its grid at the core lead
         self.asked: dict[tuple[int, ...], tuple[Probes, np.ndarray, np.ndarray, np.ndarray]] = {}
         slots: dict[str, list[tuple[int, int, int]]] = {}  # need label -> (x, y, home column)
         lists: list[list[Need]] = []
@@ -87,16 +86,14 @@ class RowPairFloors:
             self.slots.append(at)
             self.terms.append(memo[key])
 
-    def against(self, layout: str, held: Held, which: list[int] | None = None) -> np.ndarray:
+    def against(self, held: Held, which: list[int] | None = None) -> np.ndarray:
         """Per candidate (of `which`, default all): the floor of its input phase when A is
-        where producer layout `layout` leaves it, `held` (0 where the argument does not apply
-        or the layout is no grid)."""
+        where a producer layout leaves it, `held` (0 where the argument does not apply or the
+        layout is no grid)."""
         which = list(range(len(self.slots))) if which is None else which
         out = np.zeros(len(which), dtype=np.int64)
-        if layout not in self.grids:
-            self.grids[layout] = grid_of(held, self.spec, self.elem, self.lead)
-        grid = self.grids[layout]
-        if grid is None or not len(self.probes.lane_label):
+        grid = grid_of(held, self.spec, self.elem, self.lead) if self.slotted else None
+        if grid is None:
             return out
         probes, pos, terms, starts = self._asked(tuple(which))
         if not len(pos):
