@@ -139,8 +139,9 @@ def paired_runs(lo: np.ndarray, hi: np.ndarray, src: tuple[np.ndarray, np.ndarra
         level = np.where(~full[:, 2], 2, np.where(~full[:, 1], 1, 0))
     res = np.arange(q, dtype=np.int64)
     # a run at index (i0, i1, lo2) starts at byte a0 * i0 + a1 * i1 + c of each buffer: all
-    # that matters is modulo `align`, so the (box, residue, residue) tables stay small
-    coef = []
+    # that matters is (a0, a1, c) modulo `align`, so each box's (residue, residue) table is
+    # looked up by that key among the few keys the boxes have
+    keys = []
     for b_lo, b_hi, start in (src, dst):
         ext = np.broadcast_to(b_hi - b_lo, lo.shape)
         first = np.broadcast_to(b_lo, lo.shape)
@@ -148,7 +149,14 @@ def paired_runs(lo: np.ndarray, hi: np.ndarray, src: tuple[np.ndarray, np.ndarra
         a0 = ext[:, 1] * a1
         c = np.broadcast_to(start, lo.shape[:1]) + (lo[:, 2] - first[:, 2]) * elem - first[:, 0] * a0 \
             - first[:, 1] * a1
-        coef.append([(v % align).astype(np.int32) for v in (a0, a1, c)])
+        keys.append(((a0 % align) * align + a1 % align) * align + c % align)
+    pair, key_of = np.unique(keys[0] * align ** 3 + keys[1], return_inverse=True)
+    coef = [np.stack([k // align ** 2, k // align % align, k % align]) for k in (pair // align ** 3,
+                                                                                 pair % align ** 3)]
+    ok = np.ones((len(pair), q, q), dtype=np.int64)  # (key, residue along 0, along 1)
+    for a0, a1, c in coef:
+        ok &= (a0[:, None, None] * res[None, :, None] + a1[:, None, None] * res[None, None, :]
+               + c[:, None, None]) % align == 0
 
     def starts(d: int) -> np.ndarray:  # (n, q): indices along d where runs start, by residue
         top = np.where(level > d, hi[:, d], lo[:, d] + 1)[:, None]
@@ -158,11 +166,7 @@ def paired_runs(lo: np.ndarray, hi: np.ndarray, src: tuple[np.ndarray, np.ndarra
     out = np.empty(len(lo), dtype=np.int64)
     for at in range(0, len(lo), _CHUNK):
         part = slice(at, at + _CHUNK)
-        ok = np.ones((len(along0[part]), q, q), dtype=bool)  # (box, residue along 0, along 1)
-        for a0, a1, c in coef:
-            ok &= (a0[part, None, None] * res[None, :, None] + a1[part, None, None] * res[None, None, :]
-                   + c[part, None, None]) % align == 0
-        out[part] = np.einsum("na,nb,nab->n", along0[part], along1[part], ok.astype(np.int64))
+        out[part] = np.einsum("na,nab,nb->n", along0[part], ok[key_of.ravel()[part]], along1[part])
     return out
 
 

@@ -22,16 +22,15 @@ def overlapping(alo: np.ndarray, ahi: np.ndarray, blo: np.ndarray, bhi: np.ndarr
     if len(alo) * len(blo) <= DENSE:
         return np.nonzero(np.all(np.maximum(alo[:, None], blo[None]) < np.minimum(ahi[:, None], bhi[None]),
                                  axis=2))
-    best = None
+    dims = []  # per dimension: which distinct range of a meets which of b, each box's range
     for d in range(alo.shape[1]):
         a_ranges, a_of = _distinct(alo[:, d], ahi[:, d])
         b_ranges, b_of = _distinct(blo[:, d], bhi[:, d])
         hit = (a_ranges[:, None, 0] < b_ranges[None, :, 1]) & (a_ranges[:, None, 1] > b_ranges[None, :, 0])
         b_count = np.bincount(b_of, minlength=len(b_ranges))
-        pairs = int((hit @ b_count)[a_of].sum())
-        if best is None or pairs < best[0]:
-            best = (pairs, hit, a_of, b_of, b_count)
-    _, hit, a_of, b_of, b_count = best
+        dims.append((int((hit @ b_count)[a_of].sum()), hit, a_of, b_of, b_count))
+    best = min(range(len(dims)), key=lambda d: dims[d][0])
+    _, hit, a_of, b_of, b_count = dims[best]
     b_sorted = np.argsort(b_of, kind="stable")  # b's boxes grouped by their range
     b_first = np.cumsum(b_count) - b_count
     ra, rb = np.nonzero(hit)  # (a range, b range) pairs that overlap, grouped by a range
@@ -41,8 +40,11 @@ def overlapping(alo: np.ndarray, ahi: np.ndarray, blo: np.ndarray, bhi: np.ndarr
     rj = rb[_ranges(a_first[a_of], per_a[a_of])]  # b ranges each a box meets
     i = np.repeat(i, b_count[rj])
     j = b_sorted[_ranges(b_first[rj], b_count[rj])]
-    keep = np.all(np.maximum(alo[i], blo[j]) < np.minimum(ahi[i], bhi[j]), axis=1)
-    return i[keep], j[keep]
+    for d, (_, hit, a_of, b_of, _) in enumerate(dims):  # the other dimensions, on their ranges
+        if d != best and not hit.all():
+            keep = hit[a_of[i], b_of[j]]
+            i, j = i[keep], j[keep]
+    return i, j
 
 
 def _distinct(lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
