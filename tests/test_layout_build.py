@@ -344,7 +344,7 @@ def test_overlapping_boxes_are_those_of_the_full_table():
     (empty and touching ones among them) and on grid cuts like a layout's."""
     import numpy as np
 
-    from ipuopt.workloads.overlaps import overlapping
+    from ipuopt.workloads.overlaps import DENSE, overlapping
 
     rng = np.random.default_rng(0)
 
@@ -365,8 +365,14 @@ def test_overlapping_boxes_are_those_of_the_full_table():
         na, nb = rng.integers(0, 25, 2)
         lo_a, lo_b = rng.integers(0, 8, (na, 3)), rng.integers(0, 8, (nb, 3))
         cases.append((lo_a, lo_a + rng.integers(0, 4, (na, 3)), lo_b, lo_b + rng.integers(0, 4, (nb, 3))))
+    for _ in range(20):  # past `DENSE` pairs: the search by distinct ranges
+        na, nb = rng.integers(130, 300, 2)
+        lo_a, lo_b = rng.integers(0, 30, (na, 3)), rng.integers(0, 30, (nb, 3))
+        cases.append((lo_a, lo_a + rng.integers(0, 6, (na, 3)), lo_b, lo_b + rng.integers(0, 6, (nb, 3))))
     cases.append((*grid(60, (1, 4, 3)), *grid(60, (5, 2, 1))))
     cases.append((*grid(36, (2, 3, 6)), *grid(36, (3, 3, 2))))
+    cases.append((*grid(240, (8, 20, 3)), *grid(240, (12, 5, 4))))
+    assert sum(len(a) * len(b) > DENSE for a, _, b, _ in cases) > 20
     for alo, ahi, blo, bhi in cases:
         i, j = overlapping(alo, ahi, blo, bhi)
         got = list(zip(i.tolist(), j.tolist(), strict=True))

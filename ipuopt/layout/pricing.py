@@ -331,11 +331,16 @@ def own_exchange(wl: Workload, op: Operator, c: Candidate, spec: Spec, grain: Gr
             memo[key] = _broadcast_bound(wl, view, spec, grain, block, receivers)
         out[kind] = max(out[kind], memo[key])
     if lay.parts > 1:
-        key = ("reduction", op.name, c.batches_per_group, c.groups, lay.rows, lay.cols, lay.sub_a,
-               lay.sub_b, lay.parts)
+        bb = c.batches_per_group
+        # the block shapes decide the lane work (many grids share them), the partials only scale it
+        key = ("reduction", tuple(sorted({min(batch, bb), batch - (c.groups - 1) * bb})),  # the last
+               tuple(sorted(widths(m, lay.rows))), tuple(sorted(widths(n, lay.cols))),  # group may hold
+               lay.sub_a, lay.sub_b)  # fewer
         if key not in memo:
-            memo[key] = _reduction_bound(spec, grain, batch, m, n, *key[2:])
-        out["reduction"] = memo[key]
+            memo[key] = _reduction_work(spec, grain, *key[1:])
+        tx, rx = memo[key]
+        ex, lat0 = spec.exchange, spec.latency(0, 1)
+        out["reduction"] = max(tx + lat0, (lay.parts - 1) * rx + ex.tx_overhead + lat0 - ex.rx_lead)
     return out
 
 
@@ -352,14 +357,14 @@ def _broadcast_bound(wl: Workload, view: View, spec: Spec, grain: Grain, block: 
     return max(tx + spec.latency(0, 1), rx + ex.tx_overhead + spec.latency(0, 1) - ex.rx_lead)
 
 
-def _reduction_bound(spec: Spec, grain: Grain, batch: int, m: int, n: int, bb: int, groups: int, rows: int,
-                     cols: int, sub_a: int, sub_b: int, parts: int) -> int:
-    """Each partial's pieces sent to the partials that reduce them. A piece pairs only from
-    an aligned offset in its partial's block, so the widest block need not be the busiest:
-    every block shape (two widths a dimension at most), all priced at once."""
+def _reduction_work(spec: Spec, grain: Grain, batches: tuple[int, ...], rows: tuple[int, ...],
+                    cols: tuple[int, ...], sub_a: int, sub_b: int) -> tuple[int, int]:
+    """The busiest transmit lane of a reduction (each partial's pieces sent to the partials
+    that reduce them, all but its own) and the costliest piece one receive lane takes, over
+    every block shape (`batches` x `rows` x `cols` wide). A piece pairs only from an aligned
+    offset in its partial's block, so the widest block need not be the busiest."""
     ex = spec.exchange
-    shapes = itertools.product({min(batch, bb), batch - (groups - 1) * bb},  # the last group may hold fewer
-                               widths(m, rows), widths(n, cols))
+    shapes = itertools.product(batches, rows, cols)
     blocks = [np.outer([hi - lo for lo, hi in split(mw, sub_a)], [hi - lo for lo, hi in split(nw, sub_b)]
                        ).ravel() * (bw * PARTIAL_BYTES) for bw, mw, nw in shapes]
     nbytes = np.concatenate(blocks).astype(np.int64)
@@ -367,11 +372,9 @@ def _reduction_bound(spec: Spec, grain: Grain, batch: int, m: int, n: int, bb: i
     first = np.cumsum([0] + [len(b) for b in blocks[:-1]])
     split_runs = (np.ones_like(nbytes), _aligned(offset, grain, spec), nbytes, grain, spec)
     sends = _runs_work(*split_runs, lambda w: ex.tx_overhead + fastest_of(w, spec), ex.tx_overhead)
-    tx = int((np.add.reduceat(sends, first) - np.minimum.reduceat(sends, first)).max())  # all but its own
-    rx = (parts - 1) * int(_runs_work(*split_runs, lambda w: ex.rx_lead + fastest_of(w, spec),
-                                      ex.rx_lead).max())
-    lat0 = spec.latency(0, 1)
-    return max(tx + lat0, rx + ex.tx_overhead + lat0 - ex.rx_lead)
+    tx = int((np.add.reduceat(sends, first) - np.minimum.reduceat(sends, first)).max())
+    rx = int(_runs_work(*split_runs, lambda w: ex.rx_lead + fastest_of(w, spec), ex.rx_lead).max())
+    return tx, rx
 
 
 def inflow_floor(wl: Workload, op: Operator, c: Candidate, spec: Spec, grain: Grain,

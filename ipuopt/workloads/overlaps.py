@@ -26,7 +26,8 @@ def overlapping(alo: np.ndarray, ahi: np.ndarray, blo: np.ndarray, bhi: np.ndarr
     for d in range(alo.shape[1]):
         a_ranges, a_of = _distinct(alo[:, d], ahi[:, d])
         b_ranges, b_of = _distinct(blo[:, d], bhi[:, d])
-        hit = (a_ranges[:, None, 0] < b_ranges[None, :, 1]) & (a_ranges[:, None, 1] > b_ranges[None, :, 0])
+        hit = np.maximum(a_ranges[:, None, 0], b_ranges[None, :, 0]) < np.minimum(a_ranges[:, None, 1],
+                                                                                b_ranges[None, :, 1])
         b_count = np.bincount(b_of, minlength=len(b_ranges))
         dims.append((int((hit @ b_count)[a_of].sum()), hit, a_of, b_of, b_count))
     best = min(range(len(dims)), key=lambda d: dims[d][0])
