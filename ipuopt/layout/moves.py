@@ -26,6 +26,7 @@ BATCH = 8192  # held pieces x needs' lists priced in one pass: few for large lay
 # most (chosen once per need layout: cheap, rules out most pairs), then those that receive the most
 # of this very move (most of the rest)
 PROBES = (1, 8)
+SPREAD = 16  # moves priced in one pass below which a held layout's pairs are probed by `busiest`
 CHECK_EVERY = 1 << 16  # pairs looked at between two questions to the clock (`Moves._pairs`)
 
 
@@ -113,8 +114,9 @@ class Moves:
         stages = zip((lambda row, k: self.probe_needs(row[2], k), self.busiest), PROBES, (64, 16),
                      strict=False)  # as many stages as PROBES gives tiles for
         for probe, tiles, lists in stages if limit < math.inf else ():  # (the reference's few: priced)
-            seen = self._bounds(todo, unpriced, lambda row, f=probe, k=tiles: f(row, k), left, "probe", lists)
-            unpriced = [i for i in unpriced if todo[i][3] + seen[i] <= limit]
+            ids = unpriced if probe != self.busiest else [i for i in unpriced if self._spread(todo[i])]
+            seen = self._bounds(todo, ids, lambda row, f=probe, k=tiles: f(row, k), left, "probe", lists)
+            unpriced = [i for i in unpriced if todo[i][3] + seen.get(i, 0) <= limit]
             self.pairs_probed += len(seen)
         priced = self._bounds(todo, unpriced, lambda row: self.needs_of(row[2]), left, "price")
         self.pairs_priced += len(priced)
@@ -232,6 +234,13 @@ class Moves:
         load = lead * runs[need] * (gets > 0) + gets * self.wl.elem_bytes / self.spec.exchange.word_bytes
         per_tile = np.bincount(tile, weights=load, minlength=self.spec.tiles)
         return _only(needs, set(np.argsort(-per_tile, kind="stable")[:tiles].tolist()))
+
+    def _spread(self, row: tuple) -> bool:
+        """Whether the held layout of `row` is spread over so many tiles that few of its moves
+        are priced in one pass (under `SPREAD`): then `busiest`, a pass per pair, is the cheaper
+        way to rule a pair out; on fewer tiles pricing passes many pairs at once and costs about
+        as much (test64's attention block: the probe took 10 s and spared 1 s of pricing)."""
+        return BATCH // max(1, len(self.held_of(*row[:2]).tiles)) < SPREAD
 
     def _need_arrays(self, need: str) -> tuple[np.ndarray, ...]:
         """(tile, need index, lo, hi) of each (need box, tile) entry of need label `need`."""
