@@ -141,3 +141,20 @@ def test_every_option_a_stage_of_auto_reads_is_taken_through_auto(spec_file, wri
                 "--param", "num_search_workers=1", "--json")
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout)["status"] == "optimal"
+
+
+def test_yaml_files_are_written_as_pyyaml_writes_them_and_load_back_equal() -> None:
+    """`io.yaml_text` (the fast writer of YAML outputs) gives PyYAML's own text, and what needs
+    quoting loads back as written (colons, YAML words, numbers as strings, empty and nested
+    collections, non-ASCII; a string over lines is written in JSON's form, also YAML)."""
+    import yaml
+
+    from ipuopt.io import yaml_text
+
+    tricky = {"a": 1, "b": [1, {"c": "x: y", "d": []}], "e": {}, "f": None, "g": True, "h": 1.5, "i": 1e-05,
+              "j": "yes", "k": "", "l": " lead", "m": "#c", "n": "é", "o": "1e5", "p": [[1, 2], [], [[3]]],
+              "r": [{"x": [1]}, {}], "s": "null", "t": -0.0, "u": 10**20, "v": "'q'", "w": '"d"', "x": "- a"}
+    assert yaml_text(tricky) == yaml.safe_dump(tricky, sort_keys=False, width=1000)
+    lines = {"q": "a\nb", "long": "word " * 300}
+    for data in (tricky, lines, [tricky, [lines]], {"only": {}}, [], "text", 3):
+        assert yaml.safe_load(yaml_text(data)) == data
