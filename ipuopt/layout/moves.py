@@ -140,17 +140,21 @@ class Moves:
             at = {n: k for k, n in enumerate(labels)}
             probes = Probes.of([self.needs_of(n) for n in labels],
                                [self.probe_needs(n, PROBES[-1]) for n in labels])
-            groups: dict[str, list[int]] = {}
-            for i in mine:
-                groups.setdefault(todo[i][1], []).append(i)
-            for o, rows in groups.items():
+            layouts: dict[str, int] = {}
+            held = np.array([layouts.setdefault(todo[i][1], len(layouts)) for i in mine])
+            by_layout = np.argsort(held, kind="stable")  # each held layout's pairs together
+            order = np.asarray(mine)[by_layout]
+            label = np.array([at[todo[i][2]] for i in mine])[by_layout]
+            ends = np.cumsum(np.bincount(held, minlength=len(layouts)))
+            for o, k in layouts.items():
                 self.cat.check()
                 grid = grid_of(self.held_of(t, o), self.spec, self.wl.elem_bytes)
                 if grid is None:
                     continue
-                which, of = np.unique([at[todo[i][2]] for i in rows], return_inverse=True)
+                span = slice(ends[k - 1] if k else 0, ends[k])
+                which, of = np.unique(label[span], return_inverse=True)
                 values = receive_floors(grid, probes.subset(which), self.spec, self.wl.elem_bytes, self.grain)
-                out.update(zip(rows, values[of].tolist(), strict=True))
+                out.update(zip(order[span].tolist(), values[of].tolist(), strict=True))
         return out
 
     def _bounds(self, todo: list[tuple], ids: list[int], needs_of: Callable[[tuple], list[Need]],
