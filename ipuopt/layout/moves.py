@@ -16,7 +16,6 @@ from ipuopt.layout.pricing import Held, input_held, move_bounds, move_floor, out
 from ipuopt.layout.pruning import floors_of
 from ipuopt.layout.run_floors import Probes, grid_of, receive_floors
 from ipuopt.params import Stopped
-from ipuopt.workloads.boxes import volume as volume_of
 from ipuopt.workloads.fragments import BOX
 from ipuopt.workloads.geometry import home_needs, operand_needs
 from ipuopt.workloads.records import Need
@@ -203,15 +202,12 @@ class Moves:
         move into them is part of the whole move (the same pieces to fewer tiles), so its price
         is never above the whole move's, and receiving lanes are what moves wait on."""
         if (need, tiles) not in self.probes:
-            needs = self.needs_of(need)
-            volume: dict[int, int] = {}
-            for n in needs:
-                for t in n.tiles:
-                    volume[t] = volume.get(t, 0) + volume_of(n.box)
-            most = max(volume.values(), default=0)
-            busiest = sorted(t for t, v in volume.items() if v == most)
+            tile, box, lo, hi = self._need_arrays(need)
+            volume = np.bincount(tile, weights=np.prod(hi - lo, axis=1)[box], minlength=self.spec.tiles)
+            volume[np.bincount(tile, minlength=self.spec.tiles) == 0] = -1  # tiles that need none
+            busiest = np.flatnonzero(volume == volume.max()).tolist() if len(tile) else []  # sorted
             chosen = set(busiest[:: max(1, -(-len(busiest) // tiles))])
-            self.probes[(need, tiles)] = _only(needs, chosen)
+            self.probes[(need, tiles)] = _only(self.needs_of(need), chosen)
         return self.probes[(need, tiles)]
 
     def busiest(self, row: tuple, tiles: int) -> list[Need]:
