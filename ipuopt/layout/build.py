@@ -136,7 +136,7 @@ def _reference(cat: Catalogue, moves: Moves, width: int, partial: bool) -> tuple
     from ipuopt.layout.solve import plan  # the reference plan is solved exactly
 
     best: tuple[Any, dict, dict, int] | None = None
-    for wider in (width, WIDER * width, WIDER ** 2 * width):
+    for wider in (width, WIDER * width, 4 * WIDER * width):
         try:
             small = top(cat, wider)
             doc = document(cat, small, moves.rows(small, math.inf))
