@@ -248,6 +248,20 @@ def test_a_stopped_build_hands_back_the_reference_problem():
         build_problem(wl, spec, within=0.2, progress=seen.append, check=check)
 
 
+def test_a_wider_reference_keeps_less_and_the_same_optimum():
+    """The reference of the 6 and then the 48 most promising candidates per operator is never
+    above the one of the 6 alone; its lower limit keeps fewer candidates and rows, and the
+    kept problem's optimum is the same."""
+    wl, spec = load_workload("mini-attention"), load_spec("test64")
+    narrow, narrow_doc = build_problem(wl, spec, grain="box", reference_widths=(6,))
+    wide, wide_doc = build_problem(wl, spec, grain="box")
+    assert wide_doc["kept"]["reference_cycles"] < narrow_doc["kept"]["reference_cycles"]
+    assert len(wide_doc["redistribution"]) < len(narrow_doc["redistribution"])
+    assert sum(wide_doc["kept"]["kept"].values()) < sum(narrow_doc["kept"]["kept"].values())
+    a, b = (plan(p, "milp", {"workers": 1, "seed": 0}) for p in (narrow, wide))
+    assert a.status == b.status == "optimal" and a.value == b.value <= wide_doc["kept"]["reference_cycles"]
+
+
 def test_a_pricing_that_cannot_end_in_time_stops_at_once():
     """Given the seconds left, the pricing of moves stops after its first pairs when their pace
     shows the rest will not fit (not when the time is gone); its pairs are priced in full when

@@ -32,7 +32,8 @@ from ipuopt.workloads.fragments import Grain, grain_name
 from ipuopt.workloads.workload import Workload
 
 EXCHANGE_PRICES = ("bound", "greedy")
-WIDER = 8  # the reference's second set of candidates, this many times wider than its first
+# candidates per operator of the reference plan: the first two tried, the next only while none fits
+REFERENCE_WIDTHS = (6, 48, 192)
 
 
 @dataclass
@@ -78,7 +79,8 @@ class Report:
 
 
 def build_problem(wl: Workload, spec: Spec, within: float = 0.0, min_utilisation: float = 0.5,
-                  progress: Callable[[str], None] | None = None, reference_width: int = 6,
+                  progress: Callable[[str], None] | None = None,
+                  reference_widths: tuple[int, ...] = REFERENCE_WIDTHS,
                   exchange: str = "bound", check: Callable[[], None] | None = None,
                   grain: Grain = None, partial: bool = False,
                   left: Callable[[], float | None] | None = None) -> tuple[LayoutProblem, dict[str, Any]]:
@@ -92,7 +94,7 @@ def build_problem(wl: Workload, spec: Spec, within: float = 0.0, min_utilisation
     moves stop at once when its pace shows that it cannot end in time. With `partial`, a
     build stopped after the reference plan returns the reference's problem (its few most
     promising candidates per operator, `kept.partial`) instead of raising: plans, but no
-    proof that no plan left out is better."""
+    proof that no plan left out is better. `reference_widths`: see `_reference`."""
     if exchange not in EXCHANGE_PRICES:
         raise InputError.one("", "--exchange", f"unknown pricing {exchange!r} (one of "
                                                f"{', '.join(EXCHANGE_PRICES)})")
@@ -102,7 +104,7 @@ def build_problem(wl: Workload, spec: Spec, within: float = 0.0, min_utilisation
     moves = Moves(cat)
     report = Report(enumerated=cat.enumerated, within=within, exchange=exchange, grain=grain)
     moves.refresh(cat.cands, exact=False)
-    ref, small, doc, width, stopped = _reference(cat, moves, reference_width, partial)
+    ref, small, doc, width, stopped = _reference(cat, moves, reference_widths, partial)
     report.reference = ref.value
     say(f"reference plan: {ref.value} cycles from the {width} most promising candidates per operator")
     try:
@@ -126,19 +128,20 @@ def build_problem(wl: Workload, spec: Spec, within: float = 0.0, min_utilisation
     return problem, doc
 
 
-def _reference(cat: Catalogue, moves: Moves, width: int, partial: bool) -> tuple[Any, dict, dict, int, bool]:
-    """The reference plan (the exact optimum of the `width`, then `WIDER` x `width` most
-    promising candidates per operator; wider still while none fits memory), its candidates,
-    their problem, their width, and whether the build was stopped while a wider one was made
-    (with `partial`, the best so far stands). The wider set holds the narrower: its plan is
-    never worse, and the limit it sets decides what is kept (siglip-mlp: 121,618 -> 118,339
-    cycles, the build 23 -> 11 s; vitb-mlp on gc2: 44,720 -> 42,079)."""
+def _reference(cat: Catalogue, moves: Moves, widths: tuple[int, ...], partial: bool
+               ) -> tuple[Any, dict, dict, int, bool]:
+    """The reference plan (the exact optimum of each operator's `widths[0]`, then `widths[1]`
+    most promising candidates; wider still while none fits memory), its candidates, their
+    problem, their width, and whether the build was stopped while a wider one was made (with
+    `partial`, the best so far stands). A wider set holds the narrower: its plan is never
+    worse, and the limit it sets decides what is kept (siglip-mlp: 121,618 -> 118,339 cycles,
+    the build 23 -> 11 s; vitb-mlp on gc2: 44,720 -> 42,079)."""
     from ipuopt.layout.solve import plan  # the reference plan is solved exactly
 
     best: tuple[Any, dict, dict, int] | None = None
-    for wider in (width, WIDER * width, 4 * WIDER * width):
+    for i, width in enumerate(widths):
         try:
-            small = top(cat, wider)
+            small = top(cat, width)
             doc = document(cat, small, moves.rows(small, math.inf))
         except Stopped:
             if best is None or not partial:
@@ -146,11 +149,11 @@ def _reference(cat: Catalogue, moves: Moves, width: int, partial: bool) -> tuple
             return (*best, True)
         found = plan(layout_problem_from_dict(doc, "reference"), "milp", {"workers": 1, "seed": 0})
         if found.value is not None and (best is None or found.value <= best[0].value):
-            best = (found, small, doc, wider)
-        if best is not None and wider > width:
-            return (*best, False)
+            best = (found, small, doc, width)
+        if best is not None and i > 0:
+            break
     if best is None:
-        raise InputError.one(cat.wl.source, "", f"no plan of the {wider} most promising candidates per "
+        raise InputError.one(cat.wl.source, "", f"no plan of the {width} most promising candidates per "
                                                 f"operator fits {cat.spec.name}'s memory ({found.reason})")
     return (*best, False)
 
