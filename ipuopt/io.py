@@ -144,9 +144,9 @@ def write_json(path: str | Path, data: Any, protect: tuple[Path, ...] = ()) -> N
 
 def yaml_text(data: Any) -> str:
     """`data` (JSON's types) as block-style YAML, as `yaml.dump` writes it, but in a few lines
-    of Python: PyYAML's representer spent 5 of the 21 s `ipuopt layout-problem` took on a
-    test64 attention block (89,131 rows). Each distinct scalar is written once by PyYAML
-    itself, so quoting is PyYAML's."""
+    of Python: PyYAML's representer took 5 s to write a test64 attention block's layout
+    problem (89,131 rows), this 0.4 s. Each distinct scalar is written once by PyYAML itself,
+    so quoting is PyYAML's."""
     memo: dict[Any, str] = {}
 
     def scalar(value: Any) -> str:

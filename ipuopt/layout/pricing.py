@@ -331,11 +331,11 @@ def own_exchange(wl: Workload, op: Operator, c: Candidate, spec: Spec, grain: Gr
             memo[key] = _broadcast_bound(wl, view, spec, grain, block, receivers)
         out[kind] = max(out[kind], memo[key])
     if lay.parts > 1:
+        # the block shapes decide the lane work (grids share them), the partials only scale it;
+        # the last group may hold fewer batches
         bb = c.batches_per_group
-        # the block shapes decide the lane work (many grids share them), the partials only scale it
-        key = ("reduction", tuple(sorted({min(batch, bb), batch - (c.groups - 1) * bb})),  # the last
-               tuple(sorted(widths(m, lay.rows))), tuple(sorted(widths(n, lay.cols))),  # group may hold
-               lay.sub_a, lay.sub_b)  # fewer
+        key = ("reduction", tuple(sorted({min(batch, bb), batch - (c.groups - 1) * bb})),
+               tuple(sorted(widths(m, lay.rows))), tuple(sorted(widths(n, lay.cols))), lay.sub_a, lay.sub_b)
         if key not in memo:
             memo[key] = _reduction_work(spec, grain, *key[1:])
         tx, rx = memo[key]
