@@ -266,17 +266,22 @@ def program_bound(wl: Workload, spec: Spec, grain: Grain = None, upper: int | No
                 f"{len(model.prices) + len(model.phases)} moves and phases priced")
         if not grow:
             break
-        before = max(before, int(min(best, outside if outside is not None else math.inf)))
+        before = max(before, _capped(best, outside))
         cap, old = 2 * cap, model
         say(f"program bound: {before} cycles, capped by the candidates left out; up to {cap} held per GEMM")
     if best == math.inf and outside is None:
         raise InputError.one(wl.source, "", f"no plan fits {spec.name}'s memory")
-    value = max(before, int(min(best, outside if outside is not None else math.inf)))
+    value = max(before, _capped(best, outside))
     return ProgramBound(value, best, outside, converged and (outside is None or outside >= best),
                         {g: held[g][i].doc["id"] for g, i in plan.items()},
                         model.split(plan) if plan else [], {g: len(held[g]) for g in floors},
                         {g: len(cat.cands[g]) for g in floors}, len(model.prices) + len(model.phases),
                         rounds, grain, time.perf_counter() - t0)
+
+
+def _capped(best: float, outside: int | None) -> int:
+    """The model's bound, capped by the least floor of the candidates it left out."""
+    return int(min(best, outside if outside is not None else math.inf))
 
 
 def _hold(cat: Catalogue, prog: _Program, floors: dict[str, list[int]], least: dict[str, int],
