@@ -160,9 +160,10 @@ def test_a_program_time_limit_is_shared_by_every_phase() -> None:
     import ipuopt
     from ipuopt.params import SolveParams
 
-    doc = ipuopt.run("mini-mlp", "test64", grain="box", time_limit=4)
+    doc = ipuopt.run("mini-mlp", "test64", grain="box", time_limit=6)
     shares = [b["time_limit_s"] for b in doc["boundaries"]]
     assert len(shares) == len(doc["boundaries"]) >= 3, shares
+    # the generation before the first phase takes ~0.1 s here: room for a machine 20 times slower
     assert all(s > 0.2 for s in shares) and sum(shares) > 3, shares
     parent = SolveParams(10)
     parent.start_clock()
