@@ -39,6 +39,7 @@ from __future__ import annotations
 import contextlib
 import math
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -47,6 +48,8 @@ from ortools.sat.python import cp_model
 
 from ipuopt.backends import cpsat
 from ipuopt.errors import InputError
+from ipuopt.exchange.bounds import placement_free_bound
+from ipuopt.exchange.timing import phase_timings
 from ipuopt.layout.candidates import INPUT_LAYOUT, Cand, Catalogue
 from ipuopt.layout.moves import Moves
 from ipuopt.layout.pricing import (
@@ -65,6 +68,7 @@ from ipuopt.spec import Spec
 from ipuopt.workloads.fragments import BOX, Grain, grain_name, lane_work
 from ipuopt.workloads.gemm import PARTIAL_BYTES, Candidate
 from ipuopt.workloads.geometry import homed, operand_home, operand_needs, reduction_sends
+from ipuopt.workloads.phases import generate
 from ipuopt.workloads.workload import Operator, Workload
 
 MAX_CANDIDATES = 8000  # per GEMM in the model; the rest are bounded by `outside`
@@ -244,7 +248,8 @@ def program_bound(wl: Workload, spec: Spec, grain: Grain = None, upper: int | No
             best = max(best, bound)
             plan = found or plan
             unpriced = model.unpriced(found) if found else []
-            if not unpriced:
+            unchecked = model.unchecked(found) if found else {}
+            if not unpriced and not unchecked:
                 converged = proven
                 break
             room = params.stop.left()
@@ -255,6 +260,7 @@ def program_bound(wl: Workload, spec: Spec, grain: Grain = None, upper: int | No
                 # for as long as the model took to solve (at least AHEAD_S): a round's solve and
                 # its pricing each get about half of it
                 _price(moves, model, unpriced)
+                _price_generated(model, found, unchecked, params.stop.is_set)
                 cuts.refresh()
                 began = time.perf_counter()
                 while time.perf_counter() - began < max(AHEAD_S, solved):
@@ -333,6 +339,30 @@ def _price(moves: Moves, model: _BoundModel, keys: list[tuple]) -> int:
     return len(keys)
 
 
+def _price_generated(model: _BoundModel, plan: dict[str, int], keys: dict[str, tuple],
+                     enough: Callable[[], bool]) -> None:
+    """Price the phases `keys` of `plan` by their own transfers: generated with the plan's
+    layouts at the bound's grain (those phases only), each phase's price raised to the best
+    bound that holds under any placement (`bounds.placement_free_bound`: the multicast group,
+    clique and tile-pair arguments the lane loads do not make). The pricing stays valid: a
+    phase's key is all its transfers depend on (the GEMM's candidate, the producers' layouts)."""
+    cat = model.cat
+    layouts = {g: model.held[g][i].source.layout for g, i in plan.items()  # type: ignore[union-attr]
+               if model.held[g][i].source is not None}
+    model.generated.update(keys.values())
+    try:
+        gen = generate(cat.wl, cat.spec, layouts, cat.grain, only=frozenset(keys))
+    except InputError:  # the generator's own addresses do not fit (first fit): priced by lanes only
+        return
+    for gp in gen.phases:
+        if gp.phase.name in keys:
+            cat.check()
+            key = keys[gp.phase.name]
+            cycles = placement_free_bound(phase_timings(gp.phase, cat.spec), gp.phase, cat.spec, enough).value
+            if cycles > model.phases.get(key, 0):
+                model.add(key, cycles)
+
+
 class _PairCuts:
     """The row-pair argument with the producer's cells known (`layout.row_pairs`) for every
     pair of held (producer layout, consumer candidate) of an input phase whose A a producer
@@ -384,7 +414,7 @@ class _PairCuts:
 
     def refresh(self) -> None:
         """The cuts again with the phases priced since (each a term of its pair's exchange)."""
-        priced = len(self.model.phases)
+        priced = self.model.revision
         if priced != self.priced:
             self.priced = priced
             for cut in self.cuts:
@@ -500,7 +530,10 @@ class _BoundModel:
         self.boundaries = self._walk(sync)
         self.cursor: dict[tuple, int] = {}  # `ahead`: the next candidate per phase and producers
         self.own: dict[tuple[str, bool], dict[int, int]] = {}  # (GEMM, reduction?) -> prices
-        self.folded: dict[tuple[str, bool], int] = {}  # how many of them the model's rows hold
+        self.changed: dict[tuple[str, bool], int] = {}  # how often each one's prices changed
+        self.folded: dict[tuple[str, bool], int] = {}  # ... when the model's rows last held them
+        self.revision = 0  # prices added or raised so far
+        self.generated: set[tuple] = set()  # phases priced by their generated transfers
         self._build()
 
     def ahead(self, n: int, plan: dict[str, int]) -> list[tuple]:
@@ -541,7 +574,7 @@ class _BoundModel:
         for op in self.cat.ops:
             h = self.prog.head[op.name]
             if op.kind != "gemm":
-                group.append((h, [tm.elementwise for tm in terms[h]]))
+                _add_step(group, h, [tm.elementwise for tm in terms[h]])
                 continue
             g, ts = op.name, terms[op.name]
             moved = []
@@ -583,6 +616,11 @@ class _BoundModel:
                 if key[1] != key[2] and key not in self.prices:
                     out.append(key)
         return out
+
+    def unchecked(self, plan: dict[str, int]) -> dict[str, tuple]:
+        """The phases of `plan` not priced by their generated transfers yet, by name."""
+        keys = {b.phase: self.phase_key(b, plan) for b in self.boundaries}
+        return {name: k for name, k in keys.items() if k is not None and k not in self.generated}
 
     def split(self, plan: dict[str, int]) -> list[dict[str, Any]]:
         """The plan's boundaries as the model counts them."""
@@ -724,12 +762,14 @@ class _BoundModel:
     def add(self, key: tuple, cycles: int) -> None:
         """A price found: a move's (tensor, have, need) or an input phase's (GEMM, candidate,
         producers' layouts); the model's variables are at least it when the plan has it."""
+        self.revision += 1
         if isinstance(key[1], int):
             g, i, haves = key
             self.phases[key] = cycles
             reduction = haves == "reduction"
             if reduction or not haves:  # the candidate's alone: folded into one row (`_fold`)
                 self.own.setdefault((g, reduction), {})[i] = cycles
+                self.changed[(g, reduction)] = self.changed.get((g, reduction), 0) + 1
                 return
             self.m.add(self.exchange_vars[(g, reduction)] >= cycles).only_enforce_if(
                 [self.x[g][i], *(self._chosen(h, "output", a) for h, a in haves)])
@@ -750,10 +790,10 @@ class _BoundModel:
         (one-hot choice), added again when more are priced; lighter for CP-SAT than one
         enforced row per price."""
         for (g, reduction), prices in self.own.items():
-            if len(prices) > self.folded.get((g, reduction), 0):
+            if self.folded.get((g, reduction)) != self.changed[(g, reduction)]:
                 self.m.add(self.exchange_vars[(g, reduction)]
                            >= sum(c * self.x[g][i] for i, c in prices.items()))
-                self.folded[(g, reduction)] = len(prices)
+                self.folded[(g, reduction)] = self.changed[(g, reduction)]
 
     def solve(self, params: SolveParams, hint: dict[str, int] | None = None
               ) -> tuple[int, bool, dict[str, int]]:
@@ -790,6 +830,19 @@ class _BoundModel:
                             rows.setdefault(r, []).append(nbytes * v)
             for r, terms in rows.items():
                 m.add(sum(terms) <= capacity[r])
+
+
+def _add_step(group: list[tuple[str, list[int]]], h: str, values: list[int]) -> None:
+    """A compute step of head `h` after those in `group`: one head's steps run on the same
+    tiles, its layout's, one after the other, and each is largest on the tile holding the
+    largest piece (a multiply's block, a reduce-add's or an elementwise pass's piece): their
+    sum is what that tile computes at least. Steps of different heads stay apart (the
+    boundary's compute is at least the largest)."""
+    for k, (h2, v) in enumerate(group):
+        if h2 == h:
+            group[k] = (h, [a + b for a, b in zip(v, values, strict=True)])
+            return
+    group.append((h, values))
 
 
 def key_of(c: Cand, key: str) -> str:

@@ -57,9 +57,10 @@ from ipuopt.workloads.workload import Operator, Workload
 
 
 def generate(wl: Workload, spec: Spec, chosen: dict[str, GemmLayout] | None = None,
-             grain: Grain = None) -> Generation:
+             grain: Grain = None, only: frozenset[str] | None = None) -> Generation:
     """Every exchange phase of the workload with the chosen (or default) GEMM layouts, its
-    boxes moved as `grain` says (`workloads.fragments`)."""
+    boxes moved as `grain` says (`workloads.fragments`). `only`: the phases to route (the
+    others are left without transfers), for a caller that needs a few phases of a plan."""
     chosen = dict(chosen or {})
     unknown = set(chosen) - {o.name for o in wl.operators if o.kind == "gemm"}
     if unknown:
@@ -76,7 +77,7 @@ def generate(wl: Workload, spec: Spec, chosen: dict[str, GemmLayout] | None = No
         else:
             cand = default_layout(wl, op, spec)
         layouts[op.name] = cand
-    gen = Generation(wl, spec, layouts, grain)
+    gen = Generation(wl, spec, layouts, grain, only=only)
     alloc = SpmdAllocator(spec)
     held: dict[str, list[Piece]] = {}
     remaining = {t: len(ops) for t, ops in wl.consumers.items()}
@@ -104,6 +105,10 @@ def generate(wl: Workload, spec: Spec, chosen: dict[str, GemmLayout] | None = No
     return gen
 
 
+def _router(gen: Generation, name: str) -> Router:
+    return Router(gen.workload, gen.spec, name, gen.grain, skip=gen.only is not None and name not in gen.only)
+
+
 def gemm_phases(gen: Generation, op: Operator, cand: Candidate, held: dict[str, list[Piece]],
           alloc: SpmdAllocator, step: int) -> None:
     wl, spec = gen.workload, gen.spec
@@ -119,7 +124,7 @@ def gemm_phases(gen: Generation, op: Operator, cand: Candidate, held: dict[str, 
     a_view, b_view = op.inputs
     reading_input = any(wl.tensors[v.tensor].input for v in op.inputs)
     kind = "input" if reading_input else "redistribution"
-    router = Router(wl, spec, f"{op.name}-{kind}", gen.grain)
+    router = _router(gen, f"{op.name}-{kind}")
     own = (operand_needs(wl, op, cand, 0, a_addr), operand_needs(wl, op, cand, 1, b_addr))
     needs = {a_view.tensor: list(own[0])}
     needs.setdefault(b_view.tensor, []).extend(own[1])
@@ -133,7 +138,7 @@ def gemm_phases(gen: Generation, op: Operator, cand: Candidate, held: dict[str, 
     for v, wanted in zip(op.inputs, own, strict=True):
         if v.prepare:  # first into its homes, a phase of its own; multicast from there below
             home = home_needs(wanted)
-            prep = Router(wl, spec, f"{op.name}-{v.tensor}-preparation", gen.grain)
+            prep = _router(gen, f"{op.name}-{v.tensor}-preparation")
             prep.route(v.tensor, held[v.tensor], home, e)
             gen.phases.append(prep.phase({v.tensor: home}, {v.tensor: held[v.tensor]}, step))
             sources[v.tensor] = operand_home(wanted)
@@ -166,7 +171,7 @@ def gemm_phases(gen: Generation, op: Operator, cand: Candidate, held: dict[str, 
         out_addr = alloc.alloc(act, bb * pa * pb * e, op.out.tensor, step)
         partial_name = f"{op.name}.partial"
         partial_pieces, red_needs = reduction_routes(wl, op, cand, part_addr, recv_addr, slot)
-        red = Router(wl, spec, f"{op.name}-reduction", gen.grain)
+        red = _router(gen, f"{op.name}-reduction")
         red.route(partial_name, partial_pieces, red_needs, PARTIAL_BYTES)
         gen.phases.append(red.phase({partial_name: red_needs}, {partial_name: partial_pieces}, step))
         # each partial received is added into its owner's piece

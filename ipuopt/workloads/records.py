@@ -63,6 +63,7 @@ class Generation:
     phases: list[GeneratedPhase] = field(default_factory=list)
     buffers: list[dict] = field(default_factory=list)  # SPMD buffers with live op ranges
     compute: list[Compute] = field(default_factory=list)  # in program order
+    only: frozenset[str] | None = None  # the phases routed (None: every one; `generate`)
 
 
 @dataclass

@@ -18,8 +18,9 @@ class Router:
     """Routes needs from a layout's pieces: one multicast per (piece, need) overlap and
     fragment of it (every destination of a need receives the same bytes at one address)."""
 
-    def __init__(self, wl: Workload, spec: Spec, name: str, grain: Grain = None) -> None:
+    def __init__(self, wl: Workload, spec: Spec, name: str, grain: Grain = None, skip: bool = False) -> None:
         self.wl, self.spec, self.grain = wl, spec, grain
+        self.skip = skip  # route nothing: a phase the caller does not need
         self.transfers: list[Transfer] = []
         self.deliveries: list[Delivery] = []
         self.name = name
@@ -27,7 +28,7 @@ class Router:
     def route(self, tensor: str, pieces: list[Piece], needs: list[Need], elem: int) -> None:
         """Serve `needs` from `pieces`; a need of partial sums only from that partial's pieces
         (the partial is matched as one more coordinate, [p, p + 1))."""
-        if not pieces or not needs:
+        if self.skip or not pieces or not needs:
             return
         lo = np.array([[_part(p.partial), *(b[0] for b in p.box)] for p in pieces])
         hi = np.array([[_part(p.partial) + 1, *(b[1] for b in p.box)] for p in pieces])
