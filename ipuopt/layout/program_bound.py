@@ -13,7 +13,12 @@ phase. Every plan's terms have bounds that hold under any placement:
   transfers), not their sum as the layout model counts them, and at least its floors that
   hold whatever the producers leave (`pricing.inflow_floor`: one tile's receive lane;
   `pricing.row_pair_floor`: the group bound's argument on two tiles of a grid row);
-- its reduction phase (P > 1): its load bound.
+- its reduction phase (P > 1): its load bound;
+- once a plan is the model's best, each of its phases generated (`workloads.phases.generate`,
+  those phases only) and priced by the phase bounds that hold under any placement
+  (`bounds.placement_free_bound`: memory elements dropped, widths kept), where higher;
+- a head's compute steps in one boundary (a GEMM's last step, then elementwise passes over
+  its output) run on the same tiles one after the other, largest on the same tile: their sum.
 
 Minimising that over plans is a small CP-SAT model (one-hot choice, the layout problem's
 memory rows, one variable per boundary and per moved operand). A move between two
@@ -103,8 +108,9 @@ class ProgramBound:
                 "grain": grain_name(self.grain), "seconds": round(self.seconds, 1),
                 "rule": ("every plan of candidates using at least the layout problem's share of "
                          "the tiles, any placement, any schedules: per boundary the largest "
-                         "compute step, sync_cycles, and the largest of the load bounds of the "
-                         "phase's parts and of an input phase's row-pair bounds"),
+                         "compute of one layout's steps, sync_cycles, and the largest of the "
+                         "load bounds of the phase's parts, an input phase's row-pair bounds "
+                         "and the placement-free bounds of the generated phase"),
                 **({"notes": self.notes} if self.notes else {})}
 
 
