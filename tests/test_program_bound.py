@@ -339,11 +339,11 @@ def test_a_bound_capped_by_the_candidates_left_out_holds_more_and_stays_below_ev
 
 
 def test_a_plans_bound_counts_its_generated_phases_and_one_layouts_steps_together() -> None:
-    """Priced for one plan, each phase is at least the placement-free bound of its generated
-    transfers (the multicast group argument the lane loads miss: gemm2's redistribution here),
-    and a GEMM's multiply or reduce-add and the elementwise pass over its output add up on the
-    tiles they share (the slowest tile's compute, exactly, on this plan)."""
-    from ipuopt.exchange.bounds import placement_free_bound
+    """Priced for one plan, each input phase is at least the group bound of its generated
+    transfers without their memory elements (the multicast argument the lane loads miss:
+    gemm2's redistribution here), and a GEMM's multiply or reduce-add and the elementwise pass
+    over its output add up on the tiles they share (the slowest tile's compute, exactly, on
+    this plan)."""
 
     wl = load_workload("mini-mlp")
     cat = Catalogue(wl, SPEC, 0.5, "box", lambda _m: None, lambda: None)
@@ -354,7 +354,7 @@ def test_a_plans_bound_counts_its_generated_phases_and_one_layouts_steps_togethe
                               for g, label in labels.items()}, "box")
     terms = {t["phase"]: t for t in one.terms}
     for gp in gen.phases:
-        free = placement_free_bound(phase_timings(gp.phase, SPEC), gp.phase, SPEC).value
+        free = group_bound(phase_timings(widths_only(gp.phase), SPEC), SPEC).value
         assert terms[gp.phase.name]["exchange"] >= free, (gp.phase.name, free)
     assert terms["gemm2-redistribution"]["exchange"] == 768  # the group bound; the lanes say 760
     # gemm1's multiply (81) then gelu (14) on gemm1's tiles, before gemm2's redistribution

@@ -9,7 +9,6 @@ from __future__ import annotations
 import heapq
 from collections import defaultdict
 from collections.abc import Callable
-from dataclasses import replace
 
 import numpy as np
 
@@ -483,19 +482,6 @@ def all_bounds(inst: Instance, enough: Callable[[], bool] | None) -> list[Bound]
             element_bound(timings, spec), dependency_bound(timings, phase),
             heads_tails_bound(timings, spec), group_bound(timings, spec, enough=enough),
             clique_bound(timings, spec, enough=enough)]
-
-
-def placement_free_bound(timings: list[Timing], phase: Phase, spec: Spec,
-                         enough: Callable[[], bool] | None = None) -> Bound:
-    """The best of the bounds that hold wherever the phase's buffers are placed: the named
-    bounds of lanes and chains on the phase with its memory elements dropped (which element an
-    address falls in is the placement's). Widths are kept: a placement moves each buffer by a
-    multiple of the paired alignment, so whether a send can be paired is the layout's, not the
-    placement's. The clique search is left out: without elements it seldom passes the group
-    bound and takes seconds on a multicast phase."""
-    bare = [replace(tm, read_elements=(), write_elements=()) for tm in timings]
-    return best_bound([endpoint_bound(bare, spec), pair_bound(bare, spec), dependency_bound(bare, phase),
-                       heads_tails_bound(bare, spec), group_bound(bare, spec, enough=enough)])
 
 
 def best_bound(bounds: list[Bound]) -> Bound:

@@ -14,9 +14,9 @@ phase. Every plan's terms have bounds that hold under any placement:
   hold whatever the producers leave (`pricing.inflow_floor`: one tile's receive lane;
   `pricing.row_pair_floor`: the group bound's argument on two tiles of a grid row);
 - its reduction phase (P > 1): its load bound;
-- once a plan is the model's best, each of its phases generated (`workloads.phases.generate`,
-  those phases only) and priced by the phase bounds that hold under any placement
-  (`bounds.placement_free_bound`: memory elements dropped, widths kept), where higher;
+- once a plan is the model's best, each of its multicast phases generated
+  (`workloads.phases.generate`, those phases only) and priced by the group bound, which holds
+  under any placement on the phase without its memory elements (widths kept), where higher;
 - a head's compute steps in one boundary (a GEMM's last step, then elementwise passes over
   its output) run on the same tiles one after the other, largest on the same tile: their sum.
 
@@ -53,7 +53,7 @@ from ortools.sat.python import cp_model
 
 from ipuopt.backends import cpsat
 from ipuopt.errors import InputError
-from ipuopt.exchange.bounds import placement_free_bound
+from ipuopt.exchange.bounds import group_bound
 from ipuopt.exchange.timing import phase_timings
 from ipuopt.layout.candidates import INPUT_LAYOUT, Cand, Catalogue
 from ipuopt.layout.moves import Moves
@@ -347,15 +347,21 @@ def _price(moves: Moves, model: _BoundModel, keys: list[tuple]) -> int:
 
 def _price_generated(model: _BoundModel, plan: dict[str, int], keys: dict[str, tuple],
                      enough: Callable[[], bool]) -> None:
-    """Price the phases `keys` of `plan` by their own transfers: generated with the plan's
-    layouts at the bound's grain (those phases only), each phase's price raised to the best
-    bound that holds under any placement (`bounds.placement_free_bound`: the multicast group,
-    clique and tile-pair arguments the lane loads do not make). The pricing stays valid: a
-    phase's key is all its transfers depend on (the GEMM's candidate, the producers' layouts)."""
+    """Price the input phases `keys` of `plan` by their own transfers: generated with the
+    plan's layouts at the bound's grain (those phases only), each price raised to the phase's
+    group bound where higher. That bound holds under any placement on the phase without its
+    memory elements (a placement moves buffers by multiples of the paired alignment: widths
+    are the layout's), and it sees what lane loads cannot: a multicast holds all its receive
+    lanes at once, so rows and the columns crossing them take turns. (A reduction has no
+    multicast: its lane price is its endpoint and pair bounds already.) The price is valid for
+    the key: a phase's transfers depend on the GEMM's candidate and the producers' layouts."""
     cat = model.cat
+    model.generated.update(keys.values())
+    keys = {name: k for name, k in keys.items() if k[2] != "reduction"}
+    if not keys:
+        return
     layouts = {g: model.held[g][i].source.layout for g, i in plan.items()  # type: ignore[union-attr]
                if model.held[g][i].source is not None}
-    model.generated.update(keys.values())
     try:
         gen = generate(cat.wl, cat.spec, layouts, cat.grain, only=frozenset(keys))
     except InputError:  # the generator's own addresses do not fit (first fit): priced by lanes only
@@ -364,7 +370,8 @@ def _price_generated(model: _BoundModel, plan: dict[str, int], keys: dict[str, t
         if gp.phase.name in keys:
             cat.check()
             key = keys[gp.phase.name]
-            cycles = placement_free_bound(phase_timings(gp.phase, cat.spec), gp.phase, cat.spec, enough).value
+            bare = phase_timings(gp.phase, cat.spec, elements=False)
+            cycles = group_bound(bare, cat.spec, enough=enough).value
             if cycles > model.phases.get(key, 0):
                 model.add(key, cycles)
 
