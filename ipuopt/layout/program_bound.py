@@ -110,7 +110,7 @@ class ProgramBound:
                          "the tiles, any placement, any schedules: per boundary the largest "
                          "compute of one layout's steps, sync_cycles, and the largest of the "
                          "load bounds of the phase's parts, an input phase's row-pair bounds "
-                         "and the placement-free bounds of the generated phase"),
+                         "and its generated transfers' group bound"),
                 **({"notes": self.notes} if self.notes else {})}
 
 
