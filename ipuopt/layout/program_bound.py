@@ -553,7 +553,9 @@ class _BoundModel:
         """Up to `n` more candidates per GEMM phase (the model holds them cheapest floor
         first), priced before any plan asks so that the bound climbs faster: the reduction, and
         the input phase with what its producers leave in `plan` (the model's best plan, whose
-        producers the next best plans often keep)."""
+        producers the next best plans often keep); and up to `n` more layouts of each producer
+        against `plan`'s candidate (the next best plans often differ from it by one split of
+        the producer: families that share the plateau, each needing its own price)."""
         out: list[tuple] = []
         for b in self.boundaries:
             g = b.gemm
@@ -568,6 +570,22 @@ class _BoundModel:
                     picked += 1
                 at += 1
             self.cursor[(g, b.reduction, haves)] = at
+            for k in range(len(haves)):
+                out += self._producers(n, g, plan[g], haves, k)
+        return out
+
+    def _producers(self, n: int, g: str, i: int, haves: tuple, k: int) -> list[tuple]:
+        """Up to `n` keys of GEMM `g`'s input phase with candidate `i` and the `k`-th producer's
+        next output layouts (its held candidates in floor order, each label once)."""
+        src = haves[k][0]
+        cursor = ("producer", g, i, haves[:k], haves[k + 1:])
+        at, out = self.cursor.get(cursor, 0), []
+        while at < len(self.held[src]) and len(out) < n:
+            key = (g, i, (*haves[:k], (src, self.held[src][at].doc["output"]), *haves[k + 1:]))
+            if key not in self.phases and key not in out:
+                out.append(key)
+            at += 1
+        self.cursor[cursor] = at
         return out
 
     def phase_key(self, b: _Boundary, plan: dict[str, int]) -> tuple[str, int, Any] | None:
