@@ -344,7 +344,6 @@ def test_a_plans_bound_counts_its_generated_phases_and_one_layouts_steps_togethe
     gemm2's redistribution here), and a GEMM's multiply or reduce-add and the elementwise pass
     over its output add up on the tiles they share (the slowest tile's compute, exactly, on
     this plan)."""
-
     wl = load_workload("mini-mlp")
     cat = Catalogue(wl, SPEC, 0.5, "box", lambda _m: None, lambda: None)
     labels = {"gemm1": "5x9x1/1x1/interleaved", "gemm2": "7x2x3/3x1/interleaved"}
