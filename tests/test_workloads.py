@@ -309,3 +309,28 @@ def test_only_a_gemms_moved_operand_can_be_prepared(where: tuple, said: str) -> 
     op[where[1]] = {**(view if isinstance(view, dict) else {"tensor": view}), "prepare": True}
     with pytest.raises(InputError, match=said):
         workload_from_dict(doc, "bad")
+
+
+def test_generation_routes_only_the_phases_asked_and_stops_when_asked() -> None:
+    """`only`: the phases named are routed as in the whole program, the others left empty
+    (the program bound prices a plan's input phases so); `check` is asked as each need is
+    routed, and what it raises ends the generation."""
+    from ipuopt.params import Stopped
+
+    wl, spec = load_workload("mini-mlp"), load_spec("test64")
+    whole = generate(wl, spec, None, "box")
+    name = whole.phases[1].phase.name
+    one = generate(wl, spec, None, "box", only=frozenset({name}))
+    assert [gp.phase.transfers for gp in one.phases] == [
+        gp.phase.transfers if gp.phase.name == name else [] for gp in whole.phases]
+    assert one.phases[1].phase.transfers
+    calls = []
+
+    def check() -> None:
+        calls.append(1)
+        if len(calls) == 4:
+            raise Stopped
+
+    with pytest.raises(Stopped):
+        generate(wl, spec, None, "box", check=check)
+    assert len(calls) == 4

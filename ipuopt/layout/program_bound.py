@@ -363,7 +363,7 @@ def _price_generated(model: _BoundModel, plan: dict[str, int], keys: dict[str, t
     layouts = {g: model.held[g][i].source.layout for g, i in plan.items()  # type: ignore[union-attr]
                if model.held[g][i].source is not None}
     try:
-        gen = generate(cat.wl, cat.spec, layouts, cat.grain, only=frozenset(keys))
+        gen = generate(cat.wl, cat.spec, layouts, cat.grain, only=frozenset(keys), check=cat.check)
     except InputError:  # the generator's own addresses do not fit (first fit): priced by lanes only
         return
     for gp in gen.phases:

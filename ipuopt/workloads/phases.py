@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
+from collections.abc import Callable
 
 import numpy as np
 
@@ -57,10 +58,12 @@ from ipuopt.workloads.workload import Operator, Workload
 
 
 def generate(wl: Workload, spec: Spec, chosen: dict[str, GemmLayout] | None = None,
-             grain: Grain = None, only: frozenset[str] | None = None) -> Generation:
+             grain: Grain = None, only: frozenset[str] | None = None,
+             check: Callable[[], None] | None = None) -> Generation:
     """Every exchange phase of the workload with the chosen (or default) GEMM layouts, its
     boxes moved as `grain` says (`workloads.fragments`). `only`: the phases to route (the
-    others are left without transfers), for a caller that needs a few phases of a plan."""
+    others are left without transfers), for a caller that needs a few phases of a plan;
+    `check`: called as each need is routed, raises to stop (a phase can take seconds)."""
     chosen = dict(chosen or {})
     unknown = set(chosen) - {o.name for o in wl.operators if o.kind == "gemm"}
     if unknown:
@@ -77,7 +80,7 @@ def generate(wl: Workload, spec: Spec, chosen: dict[str, GemmLayout] | None = No
         else:
             cand = default_layout(wl, op, spec)
         layouts[op.name] = cand
-    gen = Generation(wl, spec, layouts, grain, only=only)
+    gen = Generation(wl, spec, layouts, grain, only=only, check=check)
     alloc = SpmdAllocator(spec)
     held: dict[str, list[Piece]] = {}
     remaining = {t: len(ops) for t, ops in wl.consumers.items()}
@@ -106,7 +109,8 @@ def generate(wl: Workload, spec: Spec, chosen: dict[str, GemmLayout] | None = No
 
 
 def _router(gen: Generation, name: str) -> Router:
-    return Router(gen.workload, gen.spec, name, gen.grain, skip=gen.only is not None and name not in gen.only)
+    return Router(gen.workload, gen.spec, name, gen.grain, skip=gen.only is not None and name not in gen.only,
+                  check=gen.check)
 
 
 def gemm_phases(gen: Generation, op: Operator, cand: Candidate, held: dict[str, list[Piece]],

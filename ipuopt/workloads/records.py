@@ -5,6 +5,7 @@ compute steps between them (`Generation`)."""
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ipuopt.exchange.phase import Phase
@@ -64,6 +65,7 @@ class Generation:
     buffers: list[dict] = field(default_factory=list)  # SPMD buffers with live op ranges
     compute: list[Compute] = field(default_factory=list)  # in program order
     only: frozenset[str] | None = None  # the phases routed (None: every one; `generate`)
+    check: Callable[[], None] | None = field(default=None, repr=False, compare=False)  # raises to stop
 
 
 @dataclass

@@ -4,6 +4,7 @@ multicast per (piece, need) overlap and fragment of it."""
 from __future__ import annotations
 
 import itertools
+from collections.abc import Callable
 
 import numpy as np
 
@@ -18,9 +19,11 @@ class Router:
     """Routes needs from a layout's pieces: one multicast per (piece, need) overlap and
     fragment of it (every destination of a need receives the same bytes at one address)."""
 
-    def __init__(self, wl: Workload, spec: Spec, name: str, grain: Grain = None, skip: bool = False) -> None:
+    def __init__(self, wl: Workload, spec: Spec, name: str, grain: Grain = None, skip: bool = False,
+                 check: Callable[[], None] | None = None) -> None:
         self.wl, self.spec, self.grain = wl, spec, grain
         self.skip = skip  # route nothing: a phase the caller does not need
+        self.check = check  # called as each need is routed: raises to stop
         self.transfers: list[Transfer] = []
         self.deliveries: list[Delivery] = []
         self.name = name
@@ -36,6 +39,8 @@ class Router:
         wb = self.spec.exchange.word_bytes
         fan = self.spec.exchange.max_fanout
         for need in needs:
+            if self.check is not None:
+                self.check()
             part = _part(need.partial)
             nlo = np.array([part, *(b[0] for b in need.box)])
             nhi = np.array([part + 1, *(b[1] for b in need.box)])
