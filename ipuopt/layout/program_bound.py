@@ -352,14 +352,12 @@ def _price_generated(model: _BoundModel, plan: dict[str, int], keys: dict[str, t
     group bound where higher. That bound holds under any placement on the phase without its
     memory elements (a placement moves buffers by multiples of the paired alignment: widths
     are the layout's), and it sees what lane loads cannot: a multicast holds all its receive
-    lanes at once, so rows and the columns crossing them take turns. (A reduction has no
-    multicast: its lane price is its endpoint and pair bounds already.) The price is valid for
+    lanes at once, so rows and the columns crossing them take turns. The price is valid for
     the key: a phase's transfers depend on the GEMM's candidate and the producers' layouts."""
-    cat = model.cat
-    model.generated.update(keys.values())
-    keys = {name: k for name, k in keys.items() if k[2] != "reduction"}
     if not keys:
         return
+    cat = model.cat
+    model.generated.update(keys.values())
     layouts = {g: model.held[g][i].source.layout for g, i in plan.items()  # type: ignore[union-attr]
                if model.held[g][i].source is not None}
     try:
@@ -649,8 +647,9 @@ class _BoundModel:
         return out
 
     def unchecked(self, plan: dict[str, int]) -> dict[str, tuple]:
-        """The phases of `plan` not priced by their generated transfers yet, by name."""
-        keys = {b.phase: self.phase_key(b, plan) for b in self.boundaries}
+        """The input phases of `plan` not priced by their generated transfers yet, by name (a
+        reduction has no multicast: its lane price is its endpoint and pair bounds already)."""
+        keys = {b.phase: self.phase_key(b, plan) for b in self.boundaries if not b.reduction}
         return {name: k for name, k in keys.items() if k is not None and k not in self.generated}
 
     def split(self, plan: dict[str, int]) -> list[dict[str, Any]]:
