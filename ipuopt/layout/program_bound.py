@@ -408,19 +408,23 @@ class _PairCuts:
             first: dict[int, int] = {}
             for i, k in enumerate(floors.alike):
                 first.setdefault(k, i)
+            # the producer's layouts cheapest first (`_hold`); those left when the time is up
+            # keep a floor of 0, which any pair's other terms still hold
             labels = list(dict.fromkeys(c.doc["output"] for c in model.held[src]))
             table = np.zeros((len(labels), len(first)), dtype=np.int64)
-            for n, label in enumerate(labels):
-                if time.perf_counter() > until:
-                    cat.say(f"program bound: no time to floor {g}'s input phase by its producer's cells")
-                    break
+            done = 0
+            while done < len(labels) and time.perf_counter() <= until:
                 cat.check()
-                table[n] = floors.against(moves.held_of(a, label), list(first.values()))
-            else:
-                at = {label: n for n, label in enumerate(labels)}
-                lab = np.array([at[c.doc["output"]] for c in model.held[src]])
-                self.cuts.append(_Cut(b, src, g, table, at, lab, np.array(floors.alike)))
-                cat.say(f"program bound: {g}'s input phase floored for {len(labels)} x {len(first)} layouts")
+                table[done] = floors.against(moves.held_of(a, labels[done]), list(first.values()))
+                done += 1
+            at = {label: n for n, label in enumerate(labels)}
+            lab = np.array([at[c.doc["output"]] for c in model.held[src]])
+            self.cuts.append(_Cut(b, src, g, table, at, lab, np.array(floors.alike)))
+            left = len(labels) - done
+            cat.say(f"program bound: {g}'s input phase floored for {done} x {len(first)} layouts"
+                    + (f" (no time for the other {left} producer layouts)" if left else ""))
+            if left:
+                break
         self.refresh()
 
     def refresh(self) -> None:

@@ -8,7 +8,7 @@ which can price only the pairs its best plans use, stalls on the many pairs in b
 Here the A work into tile x is floored by the producer's grid (`run_floors.lane_floors`:
 each row of each overlap with a cell a run), so one producer layout is bounded against every
 candidate, or one candidate against every producer layout, in a few numpy calls each. Never
-above `row_pair_bound` (same pairs of tiles, fewer of them: group 0, partial 0, some rows).
+above `row_pair_bound` (same pairs of tiles, fewer of them: group 0, some rows and partials).
 """
 
 from __future__ import annotations
@@ -26,7 +26,9 @@ from ipuopt.workloads.geometry import grid_tile
 from ipuopt.workloads.records import Need
 from ipuopt.workloads.workload import Operator, Workload
 
-ROWS = 8  # grid rows off the home row looked at per need label (any subset gives a floor)
+ROWS = 4  # grid rows off the home row looked at per need label (any subset gives a floor)
+PARTS = 8  # partials looked at on the first such row (their K slices cross the producer's cells
+# differently: on siglip-mlp a partial's A block can come in twice the runs of partial 0's)
 
 
 class RowPairFloors:
@@ -43,7 +45,7 @@ class RowPairFloors:
         slots: dict[str, list[tuple[int, int, int]]] = {}  # need label -> (x, y, home column)
         lists: list[list[Need]] = []
         slot_label: list[int] = []
-        slot_col: list[int] = []
+        slot_col: list[tuple[int, int]] = []  # (home column, partial)
         first: dict[str, int] = {}
         for c, label in zip(cands, labels, strict=True):
             if label in slots or grain == BOX or not row_pairs_apply(wl, op, c):
@@ -52,15 +54,15 @@ class RowPairFloors:
             slots[label] = _slots(spec, c)
             first[label] = len(slot_label)
             by_tile: dict[int, list[Need]] = {}
-            wanted = {t for x, y, _ in slots[label] for t in (x, y)}
+            wanted = {t for x, y, _, _ in slots[label] for t in (x, y)}
             for n in needs_of(label):
                 for t in wanted.intersection(n.tiles):
                     by_tile.setdefault(t, []).append(Need((t,), n.box, n.addr, n.partial))
-            slots[label] = [(x, y, col) for x, y, col in slots[label] if x in by_tile and y in by_tile]
-            for x, y, col in slots[label]:
+            slots[label] = [s for s in slots[label] if s[0] in by_tile and s[1] in by_tile]
+            for x, y, col, p in slots[label]:
                 lists.append(by_tile[x] + by_tile[y])
                 slot_label.append(len(first) - 1)
-                slot_col.append(col)
+                slot_col.append((col, p))
         self.probes = Probes.of([[] for _ in lists], lists)
         self.slotted = bool(lists)  # some candidate has tile pairs to look at
         # each slot's two lanes, x's then y's (both receive the row's A block)
@@ -81,8 +83,8 @@ class RowPairFloors:
             at = np.arange(first[label], first[label] + len(slots[label]))
             if key not in memo:
                 work = PairWork(wl, op, c, spec, grain)
-                memo[key] = np.array([-(-(work(0, 0, col) + work(0, 0, col + 1)) // 2)
-                                      for col in np.array(slot_col)[at].tolist()], dtype=np.int64)
+                memo[key] = np.array([-(-(work(0, p, col) + work(0, p, col + 1)) // 2)
+                                      for col, p in (slot_col[k] for k in at.tolist())], dtype=np.int64)
             self.slots.append(at)
             self.terms.append(memo[key])
 
@@ -121,17 +123,20 @@ class RowPairFloors:
         return self.asked[which]
 
 
-def _slots(spec: Spec, c: Candidate) -> list[tuple[int, int, int]]:
-    """(x, y, home column) of the tile pairs the argument looks at: group 0, partial 0, up to
-    `ROWS` rows off the home row spread over the grid, three pairs of partner homes in each
-    (where one holds some of the row's A block, another may not)."""
+def _slots(spec: Spec, c: Candidate) -> list[tuple[int, int, int, int]]:
+    """(x, y, home column, partial) of the tile pairs the argument looks at, in group 0: up to
+    `ROWS` rows off the home row spread over partial 0's grid, three pairs of partner homes in
+    each (where one holds some of the row's A block, another may not), and the first pair of
+    the first row in up to `PARTS` other partials spread over the rest."""
     lay = c.layout
-    cols = home_pairs(spec, lay, 0, 0)
-    cols = sorted({*cols[:2], *cols[-1:]})  # the widest blocks first (`nth`), one more, the last
     rows = sorted(set(np.linspace(1, lay.rows - 1, min(ROWS, lay.rows - 1)).round().astype(int).tolist()))
+    parts = sorted(set(np.linspace(1, lay.parts - 1, min(PARTS, lay.parts - 1)).round().astype(int).tolist()))
     out = []
-    for r in rows:
-        for col in cols:
-            x = grid_tile(lay, 0, r, col, 0)
-            out.append((x, x + 1, col))
+    for p, rs in [(0, rows), *((p, rows[:1]) for p in parts)]:
+        cols = home_pairs(spec, lay, 0, p)
+        for r in rs:
+            # the widest blocks first (`nth`), one more and the last; other partials the first
+            for col in sorted({*cols[:2], *cols[-1:]}) if p == 0 else cols[:1]:
+                x = grid_tile(lay, 0, r, col, p)
+                out.append((x, x + 1, col, p))
     return out
