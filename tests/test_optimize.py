@@ -26,7 +26,13 @@ def test_optimize_beats_or_matches_both_baselines_with_its_bound(tmp_path: Path)
     assert doc == json.loads(out.read_text())
     o = doc["optimize"]
     assert all(doc["total_cycles"] <= cycles for cycles in o["baselines"].values())
-    assert len(o["finalists"]) == 3 and o["finalists"][1]["name"] == "beam plan" and len(o["baselines"]) == 2
+    plans, steered = o["finalists"][:3], o["finalists"][3:]
+    assert len(plans) == 3 and plans[1]["name"] == "beam plan" and len(o["baselines"]) == 2
+    # the bound's plan is replayed too when no plan is it (and the time left holds a replay)
+    bound_plan = o["program_bound"]["plan"]
+    assert all(f["name"] == "program bound's plan" and f["choice"] == bound_plan for f in steered)
+    if any(all(f["choice"][op] == label for op, label in bound_plan.items()) for f in plans):
+        assert not steered
     assert min(f["greedy_cycles"] for f in o["finalists"]) >= doc["total_cycles"]
     assert doc["lower_bound"] <= doc["total_cycles"]
     # over every plan: at most the chosen plan's own (placement-free parts of its bounds)
@@ -479,3 +485,16 @@ def test_a_workers_heartbeat_after_the_scheduler_closed_prints_nothing() -> None
 
     assert not shown("Failed to communicate with scheduler during heartbeat.")
     assert shown("Compute Failed")
+
+
+def test_the_bound_steers_a_finalist_only_when_no_finalist_has_its_plan() -> None:
+    from ipuopt.layout.program_bound import ProgramBound
+    from ipuopt.program.optimize import _bound_plan
+
+    def bound(plan: dict[str, str]) -> ProgramBound:
+        return ProgramBound(100, 100, None, False, plan, [], {}, {})
+
+    finalists = [{"choice": {"gemm1": "a", "gelu": "gemm1:a", "gemm2": "b"}}]
+    assert _bound_plan(bound({"gemm1": "a", "gemm2": "b"}), finalists) is None
+    assert _bound_plan(bound({"gemm1": "a", "gemm2": "c"}), finalists) == {"gemm1": "a", "gemm2": "c"}
+    assert _bound_plan(bound({}), finalists) is None and _bound_plan(None, finalists) is None

@@ -5,7 +5,9 @@ own way, with the program's bound.
 2. Baselines: the compiler as it is (the beam's plan, first-fit placement, greedy schedules)
    and the load-bound optimum plan with greedy schedules.
 3. Finalists: every plan's program generated and replayed with greedy schedules; the best
-   is kept (both baselines are finalists, so it is never worse than either).
+   is kept (both baselines are finalists, so it is never worse than either). After the
+   program bound, the plan at its optimum is replayed as one more finalist when it is none
+   of them (the bound steers the search: a plan it values below the best's own bound).
 4. Placement: the kept plan's arena placed again (4 KiB offsets, conflict-aware) and kept
    only if its rescheduled phases get shorter (`workloads.reschedule`).
 5. Schedules: the kept plan and placement replayed with `auto` on every phase, never worse
@@ -34,7 +36,7 @@ from ipuopt.arena.validate import validate_placement
 from ipuopt.exchange.schedule import Schedule
 from ipuopt.exchange.solve import solve
 from ipuopt.exchange.timing import ORDINARY, PAIRED
-from ipuopt.layout.program_bound import program_bound
+from ipuopt.layout.program_bound import ProgramBound, program_bound
 from ipuopt.params import Interrupted, Progress, SolveParams, Stopped
 from ipuopt.program.cells import Cell, Cells, cell_key
 from ipuopt.program.reschedule import PLACE_SHARE, PlacementTrial, horizons, judged, placements
@@ -62,6 +64,8 @@ PLACEMENT_REPLAYS = 3  # the placement stage needs time for this many greedy rep
 # what is left), the bound the rest, first (it reuses the layout problem's candidates).
 AUTO_TIMES = 5.0
 AUTO_ALONE = 0.5  # of the time left after the finalists: at most this for that auto, the rest the bound's
+BOUND_PLAN = "program bound's plan"
+STEERED_SHARE = 0.25  # of the time left after the bound: at most this for replaying its plan
 
 
 _GENERATIONS: dict[str, Generation] = {}  # per process: the last plan generated, made once
@@ -233,6 +237,15 @@ def _finalists(cells: Cells, ident: str, wl: Workload, spec: Spec, grain: Any, u
     return done
 
 
+def _bound_plan(bound: ProgramBound | None, finalists: list[dict[str, Any]]) -> dict[str, str] | None:
+    """The plan at the program bound's optimum (its GEMMs' layouts), unless a finalist has it."""
+    if bound is None or not bound.plan:
+        return None
+    if any(all(f["choice"].get(op) == label for op, label in bound.plan.items()) for f in finalists):
+        return None
+    return dict(bound.plan)
+
+
 def so_far(best: dict[str, Any], bound: Any) -> str:
     """The progress line's figures: the best program so far and the program bound."""
     return f"best program so far {best['greedy']['total_cycles']}" + (
@@ -334,6 +347,21 @@ def optimize(wl: Workload, spec: Spec, grain: int | str | None = None, k: int = 
                                   catalogue=built if built is not None and built.grain == grain else None)
         except Stopped:  # stopped before its first round: no bound; the best program stands
             tell({"task": "program bound: stopped before its first round"})
+    steered, spare = _bound_plan(bound, finalists), params.stop.left()
+    if steered is not None and not params.stop.interrupted and (
+            spare is None or spare > (PLACEMENT_REPLAYS + 1) * took):
+        # the plan the bound's model values least, when no finalist is it: the bound steers
+        # the search (its own bound may be far below the best's); kept if its replay is shorter
+        tell({"task": f"the program bound's plan ({so_far(best, bound)})"})
+        stage = params.share(STEERED_SHARE * params.budget())
+        done = _finalists(cells, ident, wl, spec, grain, [steered], stage, give)
+        run = done.get(json.dumps(steered, sort_keys=True))
+        if run is not None:
+            finalists.append({"name": BOUND_PLAN, "model_cycles": bound.model, "choice": steered, **run,
+                              "greedy": run["run"]})
+            took = max(took, run["seconds"])
+            if run["run"]["total_cycles"] < best["greedy"]["total_cycles"]:
+                best = finalists[-1]
     gen = _generation(ident, wl, spec, best["choice"], grain)
     notes: list[str] = []  # why a stage did less than it could: the user asks when the answer is short
     need, spare = PLACEMENT_REPLAYS * took, params.stop.left()
