@@ -214,13 +214,14 @@ def _variant(workload: str, tmp_path: Path) -> str:
                                              ("prepared", None)])
 def test_an_input_phase_takes_at_least_its_floors(workload: str, grain, tmp_path: Path) -> None:
     """`inflow_floor` (a tile's weight block and the rest of its moved blocks on one receive
-    lane) and `row_pair_floor` (the group bound's argument on two tiles of a grid row), both
-    whatever the producers leave, and `row_pair_bound` (the same with the producer known):
-    below the endpoint and group bounds of every input phase generated for plans drawn from
-    the catalogue, with its addresses dropped but their widths kept (`widths_only`)."""
+    lane), `row_pair_floor` (the group bound's argument on two tiles of a grid row) and
+    `home_pair_floor` (two partner weight homes' sends), all whatever the producers leave,
+    and `row_pair_bound` (the row pairs with the producer known): below the endpoint, pair and
+    group bounds of every input phase generated for plans drawn from the catalogue, with its
+    addresses dropped but their widths kept (`widths_only`)."""
     from ipuopt.layout.candidates import INPUT_LAYOUT
     from ipuopt.layout.moves import Moves
-    from ipuopt.layout.pricing import Held, inflow_floor, row_pair_bound, row_pair_floor
+    from ipuopt.layout.pricing import Held, home_pair_floor, inflow_floor, row_pair_bound, row_pair_floor
     from ipuopt.workloads.geometry import operand_home, operand_needs
 
     wl = load_workload(_variant(workload, tmp_path))
@@ -245,13 +246,14 @@ def test_an_input_phase_takes_at_least_its_floors(workload: str, grain, tmp_path
             name = next(n for n in phases if n in (f"{op.name}-input", f"{op.name}-redistribution"))
             bare = widths_only(phases[name])
             tm = phase_timings(bare, SPEC)
-            best = max(endpoint_bound(tm, SPEC).value, group_bound(tm, SPEC).value)
+            best = max(b(tm, SPEC).value for b in (endpoint_bound, pair_bound, group_bound))
             a, c = op.inputs[0].tensor, plan[op.name].source
             homes = Held.of(operand_home(operand_needs(wl, op, c, 0, 0)))
             held = homes if op.inputs[0].prepare else moves.held_of(a, have(plan, a))
             for floor, value in (
                     ("inflow_floor", inflow_floor(wl, op, c, SPEC, grain, moves.largest)),
                     ("row_pair_floor", row_pair_floor(wl, op, c, SPEC, grain, moves.largest)),
+                    ("home_pair_floor", home_pair_floor(wl, op, c, SPEC, grain, moves.largest)),
                     ("row_pair_bound", row_pair_bound(wl, op, c, SPEC, grain, held))):
                 assert value <= best, (floor, op.name, c.layout.label, value, best)
                 positive[floor] += value > 0

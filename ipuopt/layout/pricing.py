@@ -436,6 +436,24 @@ def row_pair_floor(wl: Workload, op: Operator, c: Candidate, spec: Spec, grain: 
     return phase_head(spec) + cores + -(-both // 2)
 
 
+def home_pair_floor(wl: Workload, op: Operator, c: Candidate, spec: Spec, grain: Grain,
+                    largest: dict[str, int]) -> int:
+    """A floor of the input phase's horizon by the pair bound on the weight homes: two partner
+    homes of row 0 share two transmit lanes and each sends its block at least once, so the
+    pair's work over two lanes, whatever else the phase moves (the row-pair argument, which
+    needs a moved A, takes the lightest pair; this one the heaviest). 0 where B is no weight
+    broadcast to other rows or no homes are partners. `largest` is not used (one signature
+    with the other floors)."""
+    if not wl.tensors[op.inputs[1].tensor].weight or c.layout.rows < 2:
+        return 0
+    pairs = home_pairs(spec, c.layout, 0, 0)
+    if not pairs:
+        return 0
+    work = PairWork(wl, op, c, spec, grain)
+    both = max(work(0, 0, col) + work(0, 0, col + 1) for col in work.distinct(pairs))
+    return phase_head(spec) + -(-both // 2)
+
+
 def row_pair_bound(wl: Workload, op: Operator, c: Candidate, spec: Spec, grain: Grain, held: Held) -> int:
     """`row_pair_floor`'s argument with the producer known (A is in `held`): on every pair
     x, y of a row off the home row, partner homes, neither holding any of the row's A block,

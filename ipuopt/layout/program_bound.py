@@ -60,9 +60,11 @@ from ipuopt.layout.moves import Moves
 from ipuopt.layout.pricing import (
     Held,
     Lanes,
+    home_pair_floor,
     inflow_floor,
     move_lanes,
     pair_cost,
+    regions_aligned,
     row_pair_bound,
     row_pair_floor,
     unicast_lanes,
@@ -148,7 +150,7 @@ def _terms(cat: Catalogue, op: Operator, c: Cand, largest: dict[str, int], memo:
     key = (op.name, lay.rows, lay.cols, parts, c.source.batches_per_group)  # type: ignore[union-attr]
     if key not in memo:
         memo[key] = max(f(cat.wl, op, c.source, cat.spec, cat.grain, largest)  # type: ignore[arg-type]
-                        for f in (inflow_floor, row_pair_floor))
+                        for f in (inflow_floor, row_pair_floor, home_pair_floor))
     inflow = memo[key]
     # the broadcasts from homes (weights, prepared operands) share the input phase: the most
     homed = max(why["weights"], why.get("prepared", 0))
@@ -357,7 +359,7 @@ def _price_generated(model: _BoundModel, plan: dict[str, int], keys: dict[str, t
     if not keys:
         return
     cat = model.cat
-    model.generated.update(keys.values())
+    model.generated.update((g, j, haves) for g, i, haves in keys.values() for j in model.twins[g][i])
     layouts = {g: model.held[g][i].source.layout for g, i in plan.items()  # type: ignore[union-attr]
                if model.held[g][i].source is not None}
     try:
@@ -549,6 +551,22 @@ class _BoundModel:
         self.folded: dict[tuple[str, bool], int] = {}  # ... when the model's rows last held them
         self.revision = 0  # prices added or raised so far
         self.generated: set[tuple] = set()  # phases priced by their generated transfers
+        # per GEMM and held candidate, the held ones of the same layout in any memory class
+        # (its own index first): their phases take the same transfers at the same widths
+        # when every region starts at a multiple of the paired alignment
+        self.twins: dict[str, list[list[int]]] = {}
+        for g, cands in held.items():
+            same: dict[Any, list[int]] = {}
+            for i, c in enumerate(cands):
+                lay = c.source.layout if c.source is not None else None
+                alike = (lay.rows, lay.cols, lay.parts, lay.sub_a, lay.sub_b, c.source.batches_per_group) \
+                    if lay is not None and regions_aligned(cat.spec) else i  # type: ignore[union-attr]
+                same.setdefault(alike, []).append(i)
+            self.twins[g] = [[]] * len(cands)
+            for members in same.values():
+                for i in members:
+                    self.twins[g][i] = [i] + [j for j in members if j != i]
+        self.twin_lits: dict[tuple[str, int], Any] = {}
         self._build()
 
     def ahead(self, n: int, plan: dict[str, int]) -> list[tuple]:
@@ -799,14 +817,16 @@ class _BoundModel:
         self.revision += 1
         if isinstance(key[1], int):
             g, i, haves = key
-            self.phases[key] = cycles
+            twins = self.twins[g][i]
+            for j in twins:  # the same layout in another memory class: the same price
+                self.phases[(g, j, haves)] = cycles
             reduction = haves == "reduction"
             if reduction or not haves:  # the candidate's alone: folded into one row (`_fold`)
-                self.own.setdefault((g, reduction), {})[i] = cycles
+                self.own.setdefault((g, reduction), {}).update(dict.fromkeys(twins, cycles))
                 self.changed[(g, reduction)] = self.changed.get((g, reduction), 0) + 1
                 return
             self.m.add(self.exchange_vars[(g, reduction)] >= cycles).only_enforce_if(
-                [self.x[g][i], *(self._chosen(h, "output", a) for h, a in haves)])
+                [self._twin(g, i), *(self._chosen(h, "output", a) for h, a in haves)])
             return
         t, have, need = key
         self.prices[key] = cycles
@@ -817,6 +837,16 @@ class _BoundModel:
             if src is not None:
                 lits.append(self._chosen(src, "output", have))
             self.m.add(var >= cycles).only_enforce_if(lits)
+
+    def _twin(self, g: str, i: int) -> Any:
+        """A literal: GEMM `g`'s candidate is `i` or one of its twins."""
+        twins = self.twins[g][i]
+        if len(twins) == 1:
+            return self.x[g][i]
+        if (g, min(twins)) not in self.twin_lits:
+            lit = self.twin_lits[(g, min(twins))] = self.m.new_bool_var("")
+            self.m.add(lit == sum(self.x[g][j] for j in twins))
+        return self.twin_lits[(g, min(twins))]
 
     def _fold(self) -> None:
         """Phases priced for a candidate alone (a reduction, an input phase fed by graph
