@@ -555,12 +555,13 @@ class _BoundModel:
         # (its own index first): their phases take the same transfers at the same widths
         # when every region starts at a multiple of the paired alignment
         self.twins: dict[str, list[list[int]]] = {}
+        aligned = regions_aligned(cat.spec)
         for g, cands in held.items():
             same: dict[Any, list[int]] = {}
             for i, c in enumerate(cands):
-                lay = c.source.layout if c.source is not None else None
-                alike = (lay.rows, lay.cols, lay.parts, lay.sub_a, lay.sub_b, c.source.batches_per_group) \
-                    if lay is not None and regions_aligned(cat.spec) else i  # type: ignore[union-attr]
+                src, lay = c.source, c.source.layout if c.source is not None else None
+                alike = (lay.rows, lay.cols, lay.parts, lay.sub_a, lay.sub_b, src.batches_per_group) \
+                    if aligned and src is not None and lay is not None else i
                 same.setdefault(alike, []).append(i)
             self.twins[g] = [[]] * len(cands)
             for members in same.values():

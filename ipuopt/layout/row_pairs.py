@@ -42,7 +42,7 @@ class RowPairFloors:
         self.spec, self.elem, self.grain = spec, wl.elem_bytes, grain
         self.lead = core_lead(spec)
         self.asked: dict[tuple[int, ...], tuple[Probes, np.ndarray, np.ndarray, np.ndarray]] = {}
-        slots: dict[str, list[tuple[int, int, int]]] = {}  # need label -> (x, y, home column)
+        slots: dict[str, list[tuple[int, int, int, int]]] = {}  # need label -> (x, y, home column, partial)
         lists: list[list[Need]] = []
         slot_label: list[int] = []
         slot_col: list[tuple[int, int]] = []  # (home column, partial)
