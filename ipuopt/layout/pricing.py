@@ -422,11 +422,10 @@ def row_pair_floor(wl: Workload, op: Operator, c: Candidate, spec: Spec, grain: 
     (B not a weight, A a weight, one row, no partner homes)."""
     if not row_pairs_apply(wl, op, c):
         return 0
-    pairs = home_pairs(spec, c.layout, 0, 0)  # group 0, partial 0, row 1: the widest blocks
+    pairs = _home_pair_work(wl, op, c, spec, grain)
     if not pairs:
         return 0
-    work = PairWork(wl, op, c, spec, grain)
-    both = min(work(0, 0, col) + work(0, 0, col + 1) for col in work.distinct(pairs))
+    both = min(pairs)
     bl, rr, kk, _ = _widest(wl, op, c, 1)
     block = volume((bl, rr, kk))
     rest = block - min(2 * largest.get(op.inputs[0].tensor, 0), block // len(pairs))
@@ -446,12 +445,15 @@ def home_pair_floor(wl: Workload, op: Operator, c: Candidate, spec: Spec, grain:
     with the other floors)."""
     if not wl.tensors[op.inputs[1].tensor].weight or c.layout.rows < 2:
         return 0
-    pairs = home_pairs(spec, c.layout, 0, 0)
-    if not pairs:
-        return 0
+    pairs = _home_pair_work(wl, op, c, spec, grain)
+    return phase_head(spec) + -(-max(pairs) // 2) if pairs else 0
+
+
+def _home_pair_work(wl: Workload, op: Operator, c: Candidate, spec: Spec, grain: Grain) -> list[int]:
+    """Per pair of partner weight homes (group 0, partial 0, row 0: the widest blocks), the
+    two homes' sends of their blocks on the pair's transmit lanes (one per distinct pair)."""
     work = PairWork(wl, op, c, spec, grain)
-    both = max(work(0, 0, col) + work(0, 0, col + 1) for col in work.distinct(pairs))
-    return phase_head(spec) + -(-both // 2)
+    return [work(0, 0, col) + work(0, 0, col + 1) for col in work.distinct(home_pairs(spec, c.layout, 0, 0))]
 
 
 def row_pair_bound(wl: Workload, op: Operator, c: Candidate, spec: Spec, grain: Grain, held: Held) -> int:

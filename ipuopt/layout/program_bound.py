@@ -45,7 +45,7 @@ import contextlib
 import math
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -552,21 +552,17 @@ class _BoundModel:
         self.revision = 0  # prices added or raised so far
         self.generated: set[tuple] = set()  # phases priced by their generated transfers
         # per GEMM and held candidate, the held ones of the same layout in any memory class
-        # (its own index first): their phases take the same transfers at the same widths
-        # when every region starts at a multiple of the paired alignment
+        # (one list shared by them, in index order): their phases take the same transfers at
+        # the same widths when every region starts at a multiple of the paired alignment
         self.twins: dict[str, list[list[int]]] = {}
         aligned = regions_aligned(cat.spec)
         for g, cands in held.items():
+            keys = [(replace(c.source.layout, weight_region=""), c.source.batches_per_group)
+                    if aligned and c.source is not None else i for i, c in enumerate(cands)]
             same: dict[Any, list[int]] = {}
-            for i, c in enumerate(cands):
-                src, lay = c.source, c.source.layout if c.source is not None else None
-                alike = (lay.rows, lay.cols, lay.parts, lay.sub_a, lay.sub_b, src.batches_per_group) \
-                    if aligned and src is not None and lay is not None else i
-                same.setdefault(alike, []).append(i)
-            self.twins[g] = [[]] * len(cands)
-            for members in same.values():
-                for i in members:
-                    self.twins[g][i] = [i] + [j for j in members if j != i]
+            for i, k in enumerate(keys):
+                same.setdefault(k, []).append(i)
+            self.twins[g] = [same[k] for k in keys]
         self.twin_lits: dict[tuple[str, int], Any] = {}
         self._build()
 
@@ -844,10 +840,10 @@ class _BoundModel:
         twins = self.twins[g][i]
         if len(twins) == 1:
             return self.x[g][i]
-        if (g, min(twins)) not in self.twin_lits:
-            lit = self.twin_lits[(g, min(twins))] = self.m.new_bool_var("")
+        if (g, twins[0]) not in self.twin_lits:
+            lit = self.twin_lits[(g, twins[0])] = self.m.new_bool_var("")
             self.m.add(lit == sum(self.x[g][j] for j in twins))
-        return self.twin_lits[(g, min(twins))]
+        return self.twin_lits[(g, twins[0])]
 
     def _fold(self) -> None:
         """Phases priced for a candidate alone (a reduction, an input phase fed by graph
