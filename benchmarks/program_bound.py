@@ -13,6 +13,8 @@ counts them.
 from __future__ import annotations
 
 import argparse
+import sys
+import time
 
 from ipuopt.layout.program_bound import program_bound
 from ipuopt.params import SolveParams
@@ -29,7 +31,13 @@ def main() -> None:
     ap.add_argument("--upper", type=int, default=None, help="a program already found (cycles)")
     ap.add_argument("--time-limit", type=float, default=120.0)
     ap.add_argument("--plan", action="append", default=[], help="op=LABEL,op=LABEL (repeatable)")
+    ap.add_argument("--verbose", action="store_true", help="the bound's progress lines on stderr, timed")
     args = ap.parse_args()
+    t0 = time.perf_counter()
+
+    def say(message: str) -> None:
+        print(f"[{time.perf_counter() - t0:7.1f}s] {message}", file=sys.stderr, flush=True)
+
     wl, spec = load_workload(args.workload), load_spec(args.spec)
     grain = parse_grain(args.grain, spec)
     plans = [None, *({k: v for k, v in (x.split("=", 1) for x in p.split(","))} for p in args.plan)]
@@ -37,7 +45,8 @@ def main() -> None:
           f"{'seconds':>8}")
     for plan in plans:
         pb = program_bound(wl, spec, grain, args.upper if plan is None else None,
-                           params=SolveParams(args.time_limit, workers=2, seed=0), fixed=plan)
+                           params=SolveParams(args.time_limit, workers=2, seed=0), fixed=plan,
+                           say=say if args.verbose else None)
         name = "every plan" if plan is None else ",".join(f"{k}={v}" for k, v in plan.items())
         held = "/".join(str(v) for v in pb.candidates.values())
         print(f"{name:<60} {pb.value:>9} {str(pb.outside or '-'):>8} {str(pb.proven):>6} {pb.rounds:>6} "

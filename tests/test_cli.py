@@ -46,7 +46,7 @@ def test_solve_writes_valid_schedule(tmp_path: Path) -> None:
     summary = json.loads(r.stdout)
     doc = json.loads(out.read_text())
     assert doc["horizon"] == summary["horizon"] and doc["solver"] == "greedy"
-    assert {b["name"] for b in summary["bounds"]} == {"endpoint", "pair", "element", "dependency",
+    assert {b["name"] for b in summary["bounds"]} == {"endpoint", "pair", "element", "matching", "dependency",
                                                    "heads-tails", "group", "clique"}
     assert summary["lower_bound"] <= summary["horizon"]
     r = run_cli("validate", str(EXAMPLES / "small.yaml"), str(out))

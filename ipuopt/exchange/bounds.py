@@ -124,6 +124,71 @@ def element_bound(timings: list[Timing], spec: Spec) -> Bound:
     return best
 
 
+MATCHING_SET = 25  # most memory elements in one odd set (`matching_bound`)
+
+
+def matching_bound(timings: list[Timing], spec: Spec) -> Bound:
+    """A transfer that reads one memory element and writes one other holds both at once from
+    its payload's arrival to the end of its read (its core: d - latency cycles). On one
+    element, reads (serial on the transmit lane), writes' payload windows (serial on the
+    receive lane) and the two against each other (the hazard) are disjoint, so the transfers
+    in their cores at any moment hold disjoint pairs of elements: among an odd number k of
+    elements, at most (k - 1) / 2 at once, and one element idles. A reduction's group of an
+    odd number of partials whose sends and receives share one element per tile is such a
+    set: its cores' total over (k - 1) / 2, after the first core can begin and before the
+    last write ends, bounds the horizon (5 tiles: up to 5/4 of what one element sees). The
+    sets tried: each group of elements linked by such transfers (up to `MATCHING_SET`), less
+    its least-linked element when even."""
+    o = spec.exchange.tx_overhead
+    weight: dict[tuple, int] = defaultdict(int)  # (element, element) -> cores between them
+    latency: dict[tuple, int] = {}  # ... and the least latency among them
+    parent: dict[tuple, tuple] = {}
+
+    def root(u: tuple) -> tuple:
+        while parent.setdefault(u, u) != u:
+            parent[u] = parent[parent[u]]
+            u = parent[u]
+        return u
+
+    for tm in timings:
+        if len(tm.read_elements) != 1 or len(tm.arrival) != 1 or len(tm.write_elements) != 1:
+            continue
+        (x, a), = tm.arrival.items()
+        core = min(tm.duration.values()) - (a - o)
+        if core <= 0:
+            continue
+        edge = ((tm.transfer.src, *tm.read_elements[0]), (x, *tm.write_elements[0]))
+        weight[edge] += core
+        latency[edge] = min(latency.get(edge, a - o), a - o)
+        parent[root(edge[0])] = root(edge[1])
+    groups: dict[tuple, list[tuple]] = defaultdict(list)
+    for u in parent:
+        groups[root(u)].append(u)
+    best = Bound("matching", 0, "")
+    for members in groups.values():
+        if len(members) > MATCHING_SET or len(members) < 3:
+            continue
+        inside = set(members)
+        if len(inside) % 2 == 0:
+            linked: dict[tuple, int] = defaultdict(int)
+            for (u, v), w in weight.items():
+                if u in inside:
+                    linked[u] += w
+                    linked[v] += w
+            inside.discard(min(sorted(inside), key=lambda u: linked[u]))
+        edges = [e for e in weight if e[0] in inside and e[1] in inside]
+        if not edges:
+            continue
+        total = sum(weight[e] for e in edges)
+        value = o + 2 * min(latency[e] for e in edges) + _ceil_div(total, (len(inside) - 1) // 2)
+        if value > best.value:
+            tiles = ", ".join(map(str, sorted({u[0] for u in inside})))
+            most = (len(inside) - 1) // 2
+            best = Bound("matching", value, f"{len(inside)} memory elements on tiles {tiles}: at most {most} "
+                                            f"transfer{'s' if most > 1 else ''} between them at once")
+    return best
+
+
 def dependency_bound(timings: list[Timing], phase: Phase) -> Bound:
     """Longest chain through `after`, each transfer at its cheapest width and latency."""
     order, heads, _ = _dependency_heads(timings)
@@ -479,7 +544,7 @@ def all_bounds(inst: Instance, enough: Callable[[], bool] | None) -> list[Bound]
     Ctrl-C would wait for the searches (split's parts did, 3.5 s a part); None runs them whole."""
     phase, spec, timings = inst.phase, inst.spec, inst.timings
     return [endpoint_bound(timings, spec), pair_bound(timings, spec),
-            element_bound(timings, spec), dependency_bound(timings, phase),
+            element_bound(timings, spec), matching_bound(timings, spec), dependency_bound(timings, phase),
             heads_tails_bound(timings, spec), group_bound(timings, spec, enough=enough),
             clique_bound(timings, spec, enough=enough)]
 
