@@ -59,10 +59,14 @@ def test_coarse_beats_the_fragment_greedy_and_keeps_the_phase_bound(phases) -> N
     phase = next(p for p in found if p.name == "gemm2-reduction")
     inst = Instance(phase, spec, bound=7)
     hint = best_greedy(inst)[:2]
+    told: list[dict] = []
     r = solve_coarse(inst, hint, SolveParams.of({"time_limit": 10, "workers": 1, "seed": 0}),
-                    inner=solve_auto)
+                     told.append, inner=solve_auto)
     assert r.status == Status.FEASIBLE and r.solver.startswith("coarse/")
     assert r.value < inst.horizon(hint) and r.bound == 7
+    # the progress lines of the stages inside say the phase's bound too (they said 0, the blocks')
+    bounds = [e["bound"] for e in told if "bound" in e]
+    assert bounds and set(bounds) == {7}
     assert _valid(phase, spec, r.solution) == r.value
 
 

@@ -120,7 +120,11 @@ def solve_coarse(inst: Instance, hint: Solution, params: SolveParams, progress: 
         return Result(Status.FALLBACK, hint, hinted, inst.bound, solver="coarse",
                       extras={"reason": "stopped"})
     left = max(0.0, limit - (time.perf_counter() - t0))
-    found = inner(cinst, start, params.with_(time_limit=left), progress)
+
+    def told(event: dict) -> None:  # the inner stages' bound is the blocks' (0): say the phase's
+        progress({**event, "bound": inst.bound} if "bound" in event else event)  # type: ignore[misc]
+
+    found = inner(cinst, start, params.with_(time_limit=left), told if progress is not None else None)
     solution = unrolled(timings, groups, coarse, found.solution or start, spec)
     value = inst.horizon(solution)
     extras = {"blocks": len(coarse), "block_horizon": found.value}
