@@ -161,22 +161,21 @@ def matching_bound(timings: list[Timing], spec: Spec) -> Bound:
         weight[edge] += core
         latency[edge] = min(latency.get(edge, a - o), a - o)
         parent[root(edge[0])] = root(edge[1])
-    groups: dict[tuple, list[tuple]] = defaultdict(list)
-    for u in parent:
-        groups[root(u)].append(u)
+    groups: dict[tuple, list[tuple]] = defaultdict(list)  # root -> its edges
+    for edge in weight:
+        groups[root(edge[0])].append(edge)
     best = Bound("matching", 0, "")
-    for members in groups.values():
-        if len(members) > MATCHING_SET or len(members) < 3:
+    for edges in groups.values():
+        inside = {u for e in edges for u in e}
+        if len(inside) > MATCHING_SET or len(inside) < 3:
             continue
-        inside = set(members)
         if len(inside) % 2 == 0:
             linked: dict[tuple, int] = defaultdict(int)
-            for (u, v), w in weight.items():
-                if u in inside:
-                    linked[u] += w
-                    linked[v] += w
+            for u, v in edges:
+                linked[u] += weight[(u, v)]
+                linked[v] += weight[(u, v)]
             inside.discard(min(sorted(inside), key=lambda u: linked[u]))
-        edges = [e for e in weight if e[0] in inside and e[1] in inside]
+            edges = [e for e in edges if e[0] in inside and e[1] in inside]
         if not edges:
             continue
         total = sum(weight[e] for e in edges)
