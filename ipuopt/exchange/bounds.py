@@ -12,7 +12,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ipuopt.exchange.conflicts import Conflicts, held_resources
+from ipuopt.exchange.conflicts import Conflicts, held_resources, root
 from ipuopt.exchange.instance import Instance, successors, topological_by
 from ipuopt.exchange.phase import Phase
 from ipuopt.exchange.timing import Timing
@@ -142,14 +142,7 @@ def matching_bound(timings: list[Timing], spec: Spec) -> Bound:
     o = spec.exchange.tx_overhead
     weight: dict[tuple, int] = defaultdict(int)  # (element, element) -> cores between them
     latency: dict[tuple, int] = {}  # ... and the least latency among them
-    parent: dict[tuple, tuple] = {}
-
-    def root(u: tuple) -> tuple:
-        while parent.setdefault(u, u) != u:
-            parent[u] = parent[parent[u]]
-            u = parent[u]
-        return u
-
+    parent: dict[tuple, tuple] = {}  # union-find of the elements such transfers link
     for tm in timings:
         if len(tm.read_elements) != 1 or len(tm.arrival) != 1 or len(tm.write_elements) != 1:
             continue
@@ -160,10 +153,10 @@ def matching_bound(timings: list[Timing], spec: Spec) -> Bound:
         edge = ((tm.transfer.src, *tm.read_elements[0]), (x, *tm.write_elements[0]))
         weight[edge] += core
         latency[edge] = min(latency.get(edge, a - o), a - o)
-        parent[root(edge[0])] = root(edge[1])
+        parent[root(parent, edge[0])] = root(parent, edge[1])
     groups: dict[tuple, list[tuple]] = defaultdict(list)  # root -> its edges
     for edge in weight:
-        groups[root(edge[0])].append(edge)
+        groups[root(parent, edge[0])].append(edge)
     best = Bound("matching", 0, "")
     for edges in groups.values():
         inside = {u for e in edges for u in e}

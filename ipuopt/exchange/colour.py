@@ -30,7 +30,7 @@ from ortools.sat.python import cp_model
 
 from ipuopt.backends import cpsat
 from ipuopt.backends.cpsat import new_solver
-from ipuopt.exchange.conflicts import Conflicts, held_resources
+from ipuopt.exchange.conflicts import Conflicts, held_resources, root
 from ipuopt.exchange.greedy import greedy_schedule
 from ipuopt.exchange.instance import Instance, Solution, horizon_of, topological_by
 from ipuopt.exchange.timing import PAIRED, Timing
@@ -116,22 +116,15 @@ def tile_groups(timings: list[Timing], paired: bool = False) -> list[list[int]]:
     destinations; a dependency links the two transfers' sources): no lane, element or
     dependency is shared between groups, unless a paired send borrows a partner's lane."""
     parent: dict[int, int] = {}
-
-    def find(a: int) -> int:
-        while parent.setdefault(a, a) != a:
-            parent[a] = parent[parent[a]]
-            a = parent[a]
-        return a
-
     src = {tm.transfer.id: tm.transfer.src for tm in timings}
     for tm in timings:
         t = tm.transfer
         borrowed = (tm.partner,) if paired and PAIRED in tm.widths else ()
         for other in (*t.dst, *(src[a] for a in t.after), *borrowed):
-            parent[find(other)] = find(t.src)
+            parent[root(parent, other)] = root(parent, t.src)
     groups: dict[int, list[int]] = defaultdict(list)
     for i, tm in enumerate(timings):
-        groups[find(tm.transfer.src)].append(i)
+        groups[root(parent, tm.transfer.src)].append(i)
     return list(groups.values())
 
 

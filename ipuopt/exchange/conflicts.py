@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from functools import lru_cache
+from typing import Any
 
 from ipuopt.exchange.timing import PAIRED, Timing
 from ipuopt.spec import Spec
@@ -67,12 +68,22 @@ class Conflicts:
         return frozenset(out)
 
 
+def root(parent: dict, x: Any) -> Any:
+    """The set of `x` in a union-find held as `parent` (absent: a set of its own), halving
+    the path on the way."""
+    while parent.setdefault(x, x) != x:
+        parent[x] = parent[parent[x]]
+        x = parent[x]
+    return x
+
+
 def parts(timings: list[Timing]) -> list[list[int]]:
     """Indices of the transfers of each part (no lane, element or dependency shared with
-    another part), each in phase order; the parts in order of their first transfer."""
+    another part), each in phase order; the parts in order of their first transfer (a list
+    for a union-find here, not `root`'s dict: this runs on every large phase)."""
     parent = list(range(len(timings)))
 
-    def root(x: int) -> int:
+    def at(x: int) -> int:
         while parent[x] != x:
             parent[x] = parent[parent[x]]
             x = parent[x]
@@ -88,10 +99,10 @@ def parts(timings: list[Timing]) -> list[list[int]]:
         keys += [("el", t.src, *e) for e in tm.read_elements]
         keys += [("el", x, *e) for x in t.dst for e in tm.write_elements]
         for other in [owner.setdefault(k, i) for k in keys] + [index[a] for a in t.after]:
-            a, b = root(i), root(other)
+            a, b = at(i), at(other)
             if a != b:
                 parent[a] = b
     found: dict[int, list[int]] = {}
     for i in range(len(timings)):
-        found.setdefault(root(i), []).append(i)
+        found.setdefault(at(i), []).append(i)
     return list(found.values())
