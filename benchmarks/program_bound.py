@@ -13,9 +13,8 @@ counts them.
 from __future__ import annotations
 
 import argparse
-import sys
-import time
 
+from ipuopt.cli.terminal import ProgressLines
 from ipuopt.layout.program_bound import program_bound
 from ipuopt.params import SolveParams
 from ipuopt.spec import load_spec
@@ -33,20 +32,16 @@ def main() -> None:
     ap.add_argument("--plan", action="append", default=[], help="op=LABEL,op=LABEL (repeatable)")
     ap.add_argument("--verbose", action="store_true", help="the bound's progress lines on stderr, timed")
     args = ap.parse_args()
-    t0 = time.perf_counter()
-
-    def say(message: str) -> None:
-        print(f"[{time.perf_counter() - t0:7.1f}s] {message}", file=sys.stderr, flush=True)
-
     wl, spec = load_workload(args.workload), load_spec(args.spec)
     grain = parse_grain(args.grain, spec)
     plans = [None, *({k: v for k, v in (x.split("=", 1) for x in p.split(","))} for p in args.plan)]
     print(f"{'plan':<60} {'bound':>9} {'outside':>8} {'proven':>6} {'rounds':>6} {'priced':>6} {'held':>12} "
           f"{'seconds':>8}")
     for plan in plans:
-        pb = program_bound(wl, spec, grain, args.upper if plan is None else None,
-                           params=SolveParams(args.time_limit, workers=2, seed=0), fixed=plan,
-                           say=say if args.verbose else None)
+        with ProgressLines(not args.verbose, "program bound") as lines:  # the command line's own lines
+            pb = program_bound(wl, spec, grain, args.upper if plan is None else None,
+                               params=SolveParams(args.time_limit, workers=2, seed=0), fixed=plan,
+                               say=lambda m: lines({"task": m}))
         name = "every plan" if plan is None else ",".join(f"{k}={v}" for k, v in plan.items())
         held = "/".join(str(v) for v in pb.candidates.values())
         print(f"{name:<60} {pb.value:>9} {str(pb.outside or '-'):>8} {str(pb.proven):>6} {pb.rounds:>6} "
