@@ -153,6 +153,25 @@ def test_clique_rest_counts_a_pairs_sends() -> None:
     assert around.value == by_name["clique"] and "tiles 0 and 1" in around.where
 
 
+def test_clique_cores_of_a_stream_keep_its_whole_payload() -> None:
+    """Four sends from tile 8 into tiles 4 and 5 writing the element that 4 and 5 each read
+    for a send into 6 and 7: six transfers that pairwise conflict. The stream's members
+    conflict with each other on the receive lanes too, so their cores need not start at the
+    source (a route latency earlier): each core is the whole payload and the clique bound
+    is above every other (the element's work among them) and below the proven optimum."""
+    spec = load_spec("gc200")
+    base, el = spec.regions[0].start, spec.regions[0].element_bytes
+    stream = [Transfer(f"s{k}", 8, (4, 5), 20, src_addr=base + 3 * el, dst_addr=base + 80 * k, paired="never")
+              for k in range(4)]
+    reads = [Transfer(f"r{x}", x, (6, 7), 20, src_addr=base + 400, dst_addr=base + 2 * el, paired="never")
+             for x in (4, 5)]
+    phase = Phase("gc200", stream + reads, name="stream")
+    by_name = {b.name: b.value for b in all_bounds(Instance(phase, spec), None)}
+    assert by_name["clique"] >= 4 * 20 + 2 * (20 - 8)
+    assert by_name["clique"] > max(v for k, v in by_name.items() if k != "clique")
+    assert by_name["clique"] <= proven_optimum(phase, spec)
+
+
 def test_heads_tails_bound_sees_a_lane_behind_a_chain() -> None:
     """Four receives into tile 9 that all wait for one long transfer: the endpoint bound
     counts them from the first possible arrival, the dependency bound one of them after the

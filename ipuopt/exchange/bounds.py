@@ -397,7 +397,8 @@ def clique_bound(timings: list[Timing], spec: Spec, seeds: int = 300,
     others all contain its core [S + o + hi, S + o + lo + d), hi and lo the largest and least
     route latency among those resources (0 at the source), d at its cheapest width. Cores
     are disjoint across the clique: the horizon is at least the least head, plus their total
-    length, plus the least tail (what of the transfer follows its core).
+    length, plus the least tail (what of the transfer follows its core). Only the resources
+    some pair needs to be told apart count (`_spans`).
 
     The transfers that conflict with every member (the rest) need not conflict with each
     other, yet their cores avoid the clique's: add what of them must run at once at least
@@ -412,8 +413,10 @@ def clique_bound(timings: list[Timing], spec: Spec, seeds: int = 300,
     o = spec.exchange.tx_overhead
     held = [held_resources(tm, o) for tm in timings]
     nb = Conflicts(timings, held)
-    shares = [[(nb.against(k), off, k[0] in ("tx", "rx")) for k, off in h.items()]
-              for h in held]  # per resource: the one it conflicts with, offset, a lane?
+    kinds: dict[tuple, int] = {}  # transfers alike in resources, roles and offsets: one kind
+    kind = [kinds.setdefault(tuple((_element(k), k[0], off) for k, off in h.items()), len(kinds))
+            for h in held]
+    uses = list(kinds)  # per kind: resource (an element read or written: one), role, offset
     heads = _dependency_heads(timings)[1]
     w = [max(0, min(tm.duration.values()) - (max(tm.arrival.values()) - o)) for tm in timings]
     weight = {key: sum(w[j] for j in users) for key, users in nb.users.items()}
@@ -441,9 +444,9 @@ def clique_bound(timings: list[Timing], spec: Spec, seeds: int = 300,
         cand = set(nb.of(clique[0]) if cand is None else cand)
         while True:
             if clique and (not cand or (len(cand) <= _REST_MAX and budget > 0 and not fixed)):
-                budget -= sum(len(shares[i]) for i in clique) + sum(len(shares[i]) for i in cand)
+                budget -= sum(len(held[i]) for i in clique) + sum(len(held[i]) for i in cand)
                 rest = sorted(cand.union(fixed))
-                v = _clique_value(timings, held, shares, clique, rest, heads, spec)
+                v = _clique_value(timings, uses, kind, clique, rest, heads, spec)
                 if v > best.value:
                     more = f" and {len(rest)} more" if rest else ""
                     best = Bound("clique", v, f"{len(clique)} pairwise conflicting transfers"
@@ -473,36 +476,89 @@ _PAIR_SEEDS = 20  # cliques grown around the heaviest sends of this many tile pa
 _SEARCH_WORK = 40_000_000
 
 
-def _clique_value(timings: list[Timing], held: list[dict[tuple, int]],
-                  shares: list[list[tuple[tuple, int, bool]]], clique: list[int],
-                  rest: list[int], heads: list[int], spec: Spec) -> int:
+def _clique_value(timings: list[Timing], uses: list[tuple[tuple[tuple, str, int], ...]], kind: list[int],
+                  clique: list[int], rest: list[int], heads: list[int], spec: Spec) -> int:
     """Least head + total core length of the clique + what of the rest's cores runs apart
     at least + least tail (see `clique_bound`)."""
     o = spec.exchange.tx_overhead
-    count: dict[tuple, int] = defaultdict(int)
+    units: dict[tuple[int, bool], int] = defaultdict(int)
     for i in clique:
-        for key in held[i]:
-            count[key] += 1
-    everyone = dict(count)
+        units[kind[i], False] += 1
     for i in rest:
-        for key in held[i]:
-            everyone[key] = everyone.get(key, 0) + 1
-    cores = {i: _core(shares[i], everyone, True) for i in clique}
-    rest_cores = {i: _core(shares[i], count, False) for i in rest}
-    total = sum(max(0, min(timings[i].duration.values()) - (hi - lo))
-                for i, (hi, lo) in cores.items())
-    cores.update(rest_cores)
-    head = min(heads[i] + o + hi for i, (hi, _) in cores.items())
-    tail = min(max(timings[i].arrival.values()) - o - lo for i, (_, lo) in cores.items())
-    return head + total + _rest_union(timings, rest_cores, spec) + tail
+        units[kind[i], True] += 1
+    at = _spans(uses, units)
+    spans = {i: at[kind[i], r] for r, who in ((False, clique), (True, rest)) for i in who}
+    total = sum(max(0, min(timings[i].duration.values()) - (spans[i][0] - spans[i][1])) for i in clique)
+    head = min(heads[i] + o + hi for i, (hi, _) in spans.items())
+    tail = min(max(timings[i].arrival.values()) - o - lo for i, (_, lo) in spans.items())
+    return head + total + _rest_union(timings, {i: spans[i] for i in rest}, spec) + tail
 
 
-def _core(held: list[tuple[tuple, int, bool]], count: dict[tuple, int],
-          counted: bool) -> tuple[int, int]:
-    """(hi, lo): the largest and least offset of the resources the transfer shares with
-    those in `count` (which includes the transfer itself when `counted`)."""
-    offs = [off for other, off, lane in held if count.get(other, 0) > (counted and lane)]
-    return (max(offs), min(offs)) if offs else (0, 0)
+def _spans(uses: list[tuple[tuple[tuple, str, int], ...]], units: dict[tuple[int, bool], int]
+           ) -> dict[tuple[int, bool], tuple[int, int]]:
+    """Per unit of the clique and its rest (a kind of transfer and whether of the rest, with
+    how many members), (hi, lo): the largest and least offset of the resources its members'
+    cores must lie in (`uses`: per kind, each resource it holds, an element read or written
+    as one, its role there and its window's offset). Two members' cores are disjoint when
+    both lie in their windows on one resource they conflict on, so each keeps the resources
+    it conflicts on with another (a rest member: with a clique member) and then, one resource
+    at a time, the whole clique lets go of a resource where every pair that conflicts on it
+    also conflicts on one kept: a stream of sends from one tile into a tile pair, whose
+    lanes and written elements all lie a route latency after the source, then keeps its
+    receive side only, and each core is its whole payload."""
+    roles: dict[tuple, int] = defaultdict(int)  # (resource, role, of the rest) -> members
+    for (k, r), n in units.items():
+        for key, role, _ in uses[k]:
+            roles[key, role, r] += n
+    kept: dict[tuple[int, bool], dict[tuple, tuple[str, int]]] = {}
+    holders: dict[tuple, list[tuple[int, bool]]] = defaultdict(list)
+    for u in units:
+        k, r = u
+        mine = kept[u] = {}
+        for key, role, off in uses[k]:
+            other = role if key[0] in ("tx", "rx") else _OTHER_ROLE[role]
+            if roles[key, other, False] + (0 if r else roles[key, other, True]) > (other == role and not r):
+                mine[key] = (role, off)
+                holders[key].append(u)
+    gain: dict[tuple, int] = defaultdict(int)  # how much the spreads shrink, each resource let go alone
+    for u, ks in kept.items():
+        if len(ks) > 1:
+            offs = sorted(off for _, off in ks.values())
+            for key, (_, off) in ks.items():
+                if off == offs[0]:
+                    gain[key] += units[u] * (offs[1] - offs[0])
+                elif off == offs[-1]:
+                    gain[key] += units[u] * (offs[-1] - offs[-2])
+    for key in sorted((k for k, g in gain.items() if g > 0), key=lambda k: (-gain[k], k)):
+        alike: dict[tuple, int] = defaultdict(int)  # (of the rest, kept resources and roles) -> members
+        for u in holders[key]:
+            if key in kept[u]:
+                alike[u[1], frozenset((k, role) for k, (role, _) in kept[u].items())] += units[u]
+        sigs = list(alike)
+        if all(len(sig) > 1 for _, sig in sigs) and all(
+                _covered(a, b, key) for n, a in enumerate(sigs) for b in sigs[n:]
+                if (a != b or alike[a] > 1) and not (a[0] and b[0])):
+            for u in holders[key]:
+                kept[u].pop(key, None)
+    return {u: (max(off for _, off in ks.values()), min(off for _, off in ks.values())) if ks else (0, 0)
+            for u, ks in kept.items()}
+
+
+_OTHER_ROLE = {"rd": "wr", "wr": "rd"}
+
+
+def _element(key: tuple) -> tuple:
+    """A resource as conflicts see it: a lane, or a memory element whether read or written."""
+    return key if key[0] in ("tx", "rx") else ("el", *key[1:])
+
+
+def _covered(a: tuple[bool, frozenset], b: tuple[bool, frozenset], key: tuple) -> bool:
+    """Members of kinds a and b (of the rest?, their kept resources and roles) that conflict
+    on `key` (a lane: always; an element: one reads where the other writes) also conflict on
+    another resource both keep."""
+    ra, rb = dict(a[1]), dict(b[1])
+    clash = lambda k: k[0] in ("tx", "rx") or ra[k] != rb[k]  # noqa: E731
+    return not clash(key) or any(k != key and k in rb and clash(k) for k in ra)
 
 
 def _rest_union(timings: list[Timing], cores: dict[int, tuple[int, int]], spec: Spec) -> int:
