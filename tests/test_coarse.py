@@ -78,3 +78,18 @@ def test_coarse_leaves_phases_without_fragments_alone() -> None:
     hint = best_greedy(inst)[:2]
     r = solve_coarse(inst, hint, SolveParams.of({"time_limit": 5}), inner=solve_auto)
     assert r.status == Status.FALLBACK and r.solution == hint
+
+
+def test_auto_justifies_a_fragmented_phase_before_its_boxes(phases) -> None:
+    """On a fragment-level phase auto justifies the greedy's schedule (seconds, the start
+    every later stage improves on) before it solves the boxes (after `split`, where the
+    phase falls apart); the answer is valid and never worse than the greedy's."""
+    spec, found = phases
+    phase = next(p for p in found if p.name == "gemm2-reduction")
+    inst = Instance(phase, spec)
+    assert len(inst.timings) > 300
+    hint = best_greedy(inst)[:2]
+    r = solve_auto(inst, hint, SolveParams.of({"time_limit": 4, "workers": 1, "seed": 0}))
+    methods = r.extras["methods"]
+    assert methods.index("justify") + 1 == methods.index("coarse"), methods
+    assert _valid(phase, spec, r.solution) == r.value <= inst.horizon(hint)

@@ -6,10 +6,10 @@ no new one after 40% of the limit). Small phases then go to CP-SAT, warm-started
 better schedule; it proves most of them. A larger phase that falls apart into parts that
 share no lane, element or dependency (`split`: a reduction's groups on disjoint tiles) is
 solved part by part first, each kind of part once, the longest first (60% of the time left).
-Larger ones cut into fragments are solved as their
-boxes first (`coarse`: a box's fragments one block, auto on the blocks, unrolled; 60% of
-the time left), then coloured into rounds (`colour`: a fifth of the time at most, at once
-given up where rounds do not fit), then their streams of alike fragments between a few
+Larger ones cut into fragments are justified (below; 15% of the time left at most), then
+solved as their boxes (`coarse`: a box's fragments one block, auto on the blocks, unrolled;
+60% of the time left), then coloured into rounds (`colour`: a fifth of the time at most, at
+once given up where rounds do not fit), then their streams of alike fragments between a few
 tiles put in one repeating pattern (`periodic`: a quarter of the time left at most), then
 justified (`justify`: forward-backward passes of the list greedy until the horizon settles;
 30% of the time left at most), then get the iterated greedy from the best schedule so far
@@ -63,7 +63,13 @@ SMALL = (Stage("time", 1.0), Stage("cpsat", 1.0))
 # (120 fragments among three tiles: 1,540 cycles where CP-SAT keeps the greedy's 1,898).
 SPLIT = Stage("split", 0.6)
 PART = (Stage("time", 1.0), Stage("periodic", 0.25), Stage("cpsat", 1.0))
-LARGE = (Stage("time", 0.4), Stage("coarse", 0.6), Stage("colour", 0.2), Stage("periodic", 0.25),
+# On phases cut into fragments, `justify` also runs before `coarse` (a share of its own): it
+# settles in seconds where the boxes' search spends most of its time without gain, and what
+# it finds is the start every later stage improves on (60 s each, 2 cores, at 3a6b02e: attention
+# oproj-redistribution on the beam's layouts 14,966 -> 14,768, vitb-mlp gemm2-redistribution
+# 14,639 -> 14,099; nowhere worse among six redistributions and reductions).
+EARLY = Stage("justify", 0.15)
+LARGE = (Stage("time", 0.4), EARLY, Stage("coarse", 0.6), Stage("colour", 0.2), Stage("periodic", 0.25),
          Stage("justify", 0.3), Stage("iterated", 0.5), Stage("lns", 1.0))
 
 
@@ -71,7 +77,8 @@ def pipeline(inst: Instance, limit: float, part: bool = False) -> tuple[Stage, .
     """The stages auto runs on `inst` with `limit` seconds (`part`: a part of a phase, `split`)."""
     if len(inst.timings) <= CPSAT_UP_TO:
         return PART if part else SMALL
-    stages = LARGE if fragmented(inst.timings) else tuple(s for s in LARGE if s.name != "coarse")
+    stages = LARGE if fragmented(inst.timings) else tuple(s for s in LARGE
+                                                          if s.name != "coarse" and s != EARLY)
     if limit < TIMED_FROM or timed_cost(inst.timings) >= 0.4 * limit:
         stages = stages[1:]
     return (SPLIT, *stages) if len(inst.parts) > 1 else stages
