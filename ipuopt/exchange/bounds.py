@@ -393,12 +393,11 @@ def clique_bound(timings: list[Timing], spec: Spec, seeds: int = 300,
     """Transfers that pairwise conflict (`Conflicts`) run one at a time, even when no single
     lane or element carries them all (a multicast into a group, the sends from that group
     that hazard with it, ...). On each resource two conflicting transfers share, their
-    payload windows are disjoint; a transfer's windows on the resources it shares with the
-    others all contain its core [S + o + hi, S + o + lo + d), hi and lo the largest and least
-    route latency among those resources (0 at the source), d at its cheapest width. Cores
-    are disjoint across the clique: the horizon is at least the least head, plus their total
-    length, plus the least tail (what of the transfer follows its core). Only the resources
-    some pair needs to be told apart count (`_spans`).
+    windows are disjoint; a transfer's windows on the resources it shares with the others
+    all contain its core [S + o + hi, S + o + lo + d), d at its cheapest width (`_spans`:
+    only the resources some pair needs to be told apart count). Cores are disjoint across
+    the clique: the horizon is at least the least head, plus their total length, plus the
+    least tail (what of the transfer follows its core).
 
     The transfers that conflict with every member (the rest) need not conflict with each
     other, yet their cores avoid the clique's: add what of them must run at once at least
@@ -414,9 +413,12 @@ def clique_bound(timings: list[Timing], spec: Spec, seeds: int = 300,
     held = [held_resources(tm, o) for tm in timings]
     nb = Conflicts(timings, held)
     kinds: dict[tuple, int] = {}  # transfers alike in resources, roles and offsets: one kind
-    kind = [kinds.setdefault(tuple((_element(k), k[0], off) for k, off in h.items()), len(kinds))
-            for h in held]
-    uses = list(kinds)  # per kind: resource (an element read or written: one), role, offset
+    kind = [kinds.setdefault(tuple((k, off) for k, off in h.items()), len(kinds)) for h in held]
+    ex = spec.exchange
+    window = {"tx": lambda off: (-o, 0), "rd": lambda off: (0, 0),  # (start, end - d) after S + o
+              "rx": lambda off: (off - ex.rx_lead, off), "wr": lambda off: (off, off + ex.write_hazard)}
+    # per kind: resource (an element read or written: one), role, its window's start and end - d
+    uses = [tuple((_element(k), k[0], *window[k[0]](off)) for k, off in alike) for alike in kinds]
     heads = _dependency_heads(timings)[1]
     w = [max(0, min(tm.duration.values()) - (max(tm.arrival.values()) - o)) for tm in timings]
     weight = {key: sum(w[j] for j in users) for key, users in nb.users.items()}
@@ -476,7 +478,7 @@ _PAIR_SEEDS = 20  # cliques grown around the heaviest sends of this many tile pa
 _SEARCH_WORK = 40_000_000
 
 
-def _clique_value(timings: list[Timing], uses: list[tuple[tuple[tuple, str, int], ...]], kind: list[int],
+def _clique_value(timings: list[Timing], uses: list[tuple[tuple[tuple, str, int, int], ...]], kind: list[int],
                   clique: list[int], rest: list[int], heads: list[int], spec: Spec) -> int:
     """Least head + total core length of the clique + what of the rest's cores runs apart
     at least + least tail (see `clique_bound`)."""
@@ -494,53 +496,55 @@ def _clique_value(timings: list[Timing], uses: list[tuple[tuple[tuple, str, int]
     return head + total + _rest_union(timings, {i: spans[i] for i in rest}, spec) + tail
 
 
-def _spans(uses: list[tuple[tuple[tuple, str, int], ...]], units: dict[tuple[int, bool], int]
+def _spans(uses: list[tuple[tuple[tuple, str, int, int], ...]], units: dict[tuple[int, bool], int]
            ) -> dict[tuple[int, bool], tuple[int, int]]:
     """Per unit of the clique and its rest (a kind of transfer and whether of the rest, with
-    how many members), (hi, lo): the largest and least offset of the resources its members'
-    cores must lie in (`uses`: per kind, each resource it holds, an element read or written
-    as one, its role there and its window's offset). Two members' cores are disjoint when
-    both lie in their windows on one resource they conflict on, so each keeps the resources
-    it conflicts on with another (a rest member: with a clique member) and then, one resource
-    at a time, the whole clique lets go of a resource where every pair that conflicts on it
-    also conflicts on one kept: a stream of sends from one tile into a tile pair, whose
-    lanes and written elements all lie a route latency after the source, then keeps its
-    receive side only, and each core is its whole payload."""
+    how many members), (hi, lo): its members' cores are [S + o + hi, S + o + lo + d), the
+    part of d that lies in every window of the resources they must lie in (`uses`: per kind,
+    each resource it holds, an element read or written as one, its role there and its
+    window [S + o + start, S + o + end + d): a transmit lane from S, a receive lane from
+    rx_lead before the payload, a read over the payload, a write over it and the write
+    hazard). Two members' cores are disjoint when both lie in their windows on one resource
+    they conflict on, so each keeps the resources it conflicts on with another (a rest
+    member: with a clique member) and then, one resource at a time, the whole clique lets go
+    of a resource where every pair that conflicts on it also conflicts on one kept: a stream
+    of sends from one tile into a tile pair, whose lanes and written elements all lie a route
+    latency after the source, then keeps its receive side only, and each core is its whole
+    payload."""
     roles: dict[tuple, int] = defaultdict(int)  # (resource, role, of the rest) -> members
     for (k, r), n in units.items():
-        for key, role, _ in uses[k]:
+        for key, role, _, _ in uses[k]:
             roles[key, role, r] += n
-    kept: dict[tuple[int, bool], dict[tuple, tuple[str, int]]] = {}
+    kept: dict[tuple[int, bool], dict[tuple, tuple[str, int, int]]] = {}
     holders: dict[tuple, list[tuple[int, bool]]] = defaultdict(list)
     for u in units:
         k, r = u
         mine = kept[u] = {}
-        for key, role, off in uses[k]:
+        for key, role, start, end in uses[k]:
             other = role if key[0] in ("tx", "rx") else _OTHER_ROLE[role]
             if roles[key, other, False] + (0 if r else roles[key, other, True]) > (other == role and not r):
-                mine[key] = (role, off)
+                mine[key] = (role, start, end)
                 holders[key].append(u)
     gain: dict[tuple, int] = defaultdict(int)  # how much the spreads shrink, each resource let go alone
     for u, ks in kept.items():
         if len(ks) > 1:
-            offs = sorted(off for _, off in ks.values())
-            for key, (_, off) in ks.items():
-                if off == offs[0]:
-                    gain[key] += units[u] * (offs[1] - offs[0])
-                elif off == offs[-1]:
-                    gain[key] += units[u] * (offs[-1] - offs[-2])
+            starts = sorted((a for _, a, _ in ks.values()), reverse=True)
+            ends = sorted(b for _, _, b in ks.values())
+            for key, (_, a, b) in ks.items():
+                gain[key] += units[u] * ((starts[0] - starts[1] if a == starts[0] else 0)
+                                         + (ends[1] - ends[0] if b == ends[0] else 0))
     for key in sorted((k for k, g in gain.items() if g > 0), key=lambda k: (-gain[k], k)):
         alike: dict[tuple, int] = defaultdict(int)  # (of the rest, kept resources and roles) -> members
         for u in holders[key]:
             if key in kept[u]:
-                alike[u[1], frozenset((k, role) for k, (role, _) in kept[u].items())] += units[u]
+                alike[u[1], frozenset((k, role) for k, (role, _, _) in kept[u].items())] += units[u]
         sigs = list(alike)
         if all(len(sig) > 1 for _, sig in sigs) and all(
                 _covered(a, b, key) for n, a in enumerate(sigs) for b in sigs[n:]
                 if (a != b or alike[a] > 1) and not (a[0] and b[0])):
             for u in holders[key]:
                 kept[u].pop(key, None)
-    return {u: (max(off for _, off in ks.values()), min(off for _, off in ks.values())) if ks else (0, 0)
+    return {u: (max(a for _, a, _ in ks.values()), min(b for _, _, b in ks.values())) if ks else (0, 0)
             for u, ks in kept.items()}
 
 
