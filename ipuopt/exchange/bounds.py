@@ -448,7 +448,7 @@ def clique_bound(timings: list[Timing], spec: Spec, seeds: int = 300,
             if clique and (not cand or (len(cand) <= _REST_MAX and budget > 0 and not fixed)):
                 budget -= sum(len(held[i]) for i in clique) + sum(len(held[i]) for i in cand)
                 rest = sorted(cand.union(fixed))
-                v = _clique_value(timings, uses, kind, clique, rest, heads, spec)
+                v = _clique_value(timings, uses, kind, clique, rest, heads, spec, nb.deps)
                 if v > best.value:
                     more = f" and {len(rest)} more" if rest else ""
                     best = Bound("clique", v, f"{len(clique)} pairwise conflicting transfers"
@@ -479,9 +479,12 @@ _SEARCH_WORK = 40_000_000
 
 
 def _clique_value(timings: list[Timing], uses: list[tuple[tuple[tuple, str, int, int], ...]], kind: list[int],
-                  clique: list[int], rest: list[int], heads: list[int], spec: Spec) -> int:
+                  clique: list[int], rest: list[int], heads: list[int], spec: Spec,
+                  deps: dict[int, set[int]]) -> int:
     """Least head + total core length of the clique + what of the rest's cores runs apart
-    at least + least tail (see `clique_bound`)."""
+    at least + least tail (see `clique_bound`). Where two members depend on each other, one
+    ends before the other starts: then every core lies between its transfer's start and
+    its completion (not in a receive lane's lead before it, nor a write's hazard after)."""
     o = spec.exchange.tx_overhead
     units: dict[tuple[int, bool], int] = defaultdict(int)
     for i in clique:
@@ -489,6 +492,10 @@ def _clique_value(timings: list[Timing], uses: list[tuple[tuple[tuple, str, int,
     for i in rest:
         units[kind[i], True] += 1
     at = _spans(uses, units)
+    members = {*clique, *rest}
+    if any(deps.get(i, set()) & members for i in members):
+        at = {u: (max(hi, -o), min(lo, max(end for _, role, _, end in uses[u[0]] if role == "rx")))
+              for u, (hi, lo) in at.items()}
     spans = {i: at[kind[i], r] for r, who in ((False, clique), (True, rest)) for i in who}
     total = sum(max(0, min(timings[i].duration.values()) - (spans[i][0] - spans[i][1])) for i in clique)
     head = min(heads[i] + o + hi for i, (hi, _) in spans.items())
@@ -567,9 +574,11 @@ def _covered(a: tuple[bool, frozenset], b: tuple[bool, frozenset], key: tuple) -
 
 def _rest_union(timings: list[Timing], cores: dict[int, tuple[int, int]], spec: Spec) -> int:
     """A length the union of these cores [S + o + hi, S + o + lo + d) cannot be below. Each
-    core holds the part of the transfer's transmit window after o + hi and of its receive
-    window on a tile x after max(a_x - lead, o + hi): those parts are disjoint per lane, and a
-    pair's two transmit lanes carry at most two at any time, a paired send counting twice."""
+    core holds the part of the transfer's transmit window after o + hi (a core that starts
+    with a receive lane's lead may start before the send: the whole window) and of its
+    receive window on a tile x after max(a_x - lead, o + hi): those parts are disjoint per
+    lane, and a pair's two transmit lanes carry at most two at any time, a paired send
+    counting twice."""
     ex = spec.exchange
     o = ex.tx_overhead
     lane: dict[tuple, int] = defaultdict(int)
@@ -580,6 +589,7 @@ def _rest_union(timings: list[Timing], cores: dict[int, tuple[int, int]], spec: 
         t = tm.transfer
         d = min(tm.duration.values())
         single = max(single, d + lo - hi)
+        hi = max(hi, -o)  # the transmit window starts at S
         lane[("tx", t.src)] += max(0, d - hi)
         for x, a in tm.arrival.items():
             lane[("rx", x)] += max(0, min(a, o + lo) + d - max(a - ex.rx_lead, o + hi))
