@@ -12,7 +12,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ipuopt.exchange.conflicts import Conflicts, held_resources, root
+from ipuopt.exchange.conflicts import CLASHES, Conflicts, held_resources, resource, root
 from ipuopt.exchange.instance import Instance, successors, topological_by
 from ipuopt.exchange.phase import Phase
 from ipuopt.exchange.timing import Timing
@@ -413,12 +413,12 @@ def clique_bound(timings: list[Timing], spec: Spec, seeds: int = 300,
     held = [held_resources(tm, o) for tm in timings]
     nb = Conflicts(timings, held)
     kinds: dict[tuple, int] = {}  # transfers alike in resources, roles and offsets: one kind
-    kind = [kinds.setdefault(tuple((k, off) for k, off in h.items()), len(kinds)) for h in held]
+    kind = [kinds.setdefault(tuple(h.items()), len(kinds)) for h in held]
     ex = spec.exchange
     window = {"tx": lambda off: (-o, 0), "rd": lambda off: (0, 0),  # (start, end - d) after S + o
               "rx": lambda off: (off - ex.rx_lead, off), "wr": lambda off: (off, off + ex.write_hazard)}
     # per kind: resource (an element read or written: one), role, its window's start and end - d
-    uses = [tuple((_element(k), k[0], *window[k[0]](off)) for k, off in alike) for alike in kinds]
+    uses = [tuple((resource(k), k[0], *window[k[0]](off)) for k, off in alike) for alike in kinds]
     heads = _dependency_heads(timings)[1]
     w = [max(0, min(tm.duration.values()) - (max(tm.arrival.values()) - o)) for tm in timings]
     weight = {key: sum(w[j] for j in users) for key, users in nb.users.items()}
@@ -528,7 +528,7 @@ def _spans(uses: list[tuple[tuple[tuple, str, int, int], ...]], units: dict[tupl
         k, r = u
         mine = kept[u] = {}
         for key, role, start, end in uses[k]:
-            other = role if key[0] in ("tx", "rx") else _OTHER_ROLE[role]
+            other = CLASHES[role]
             if roles[key, other, False] + (0 if r else roles[key, other, True]) > (other == role and not r):
                 mine[key] = (role, start, end)
                 holders[key].append(u)
@@ -555,20 +555,12 @@ def _spans(uses: list[tuple[tuple[tuple, str, int, int], ...]], units: dict[tupl
             for u, ks in kept.items()}
 
 
-_OTHER_ROLE = {"rd": "wr", "wr": "rd"}
-
-
-def _element(key: tuple) -> tuple:
-    """A resource as conflicts see it: a lane, or a memory element whether read or written."""
-    return key if key[0] in ("tx", "rx") else ("el", *key[1:])
-
-
 def _covered(a: tuple[bool, frozenset], b: tuple[bool, frozenset], key: tuple) -> bool:
     """Members of kinds a and b (of the rest?, their kept resources and roles) that conflict
     on `key` (a lane: always; an element: one reads where the other writes) also conflict on
     another resource both keep."""
     ra, rb = dict(a[1]), dict(b[1])
-    clash = lambda k: k[0] in ("tx", "rx") or ra[k] != rb[k]  # noqa: E731
+    clash = lambda k: CLASHES[ra[k]] == rb[k]  # noqa: E731
     return not clash(key) or any(k != key and k in rb and clash(k) for k in ra)
 
 

@@ -13,7 +13,7 @@ from typing import Any
 from ipuopt.exchange.timing import PAIRED, Timing
 from ipuopt.spec import Spec
 
-_OTHER = {"tx": "tx", "rx": "rx", "rd": "wr", "wr": "rd"}  # which resource conflicts with which
+CLASHES = {"tx": "tx", "rx": "rx", "rd": "wr", "wr": "rd"}  # which use of a resource conflicts with which
 
 
 def held_resources(tm: Timing, o: int) -> dict[tuple, int]:
@@ -26,6 +26,12 @@ def held_resources(tm: Timing, o: int) -> dict[tuple, int]:
         out[("rx", x)] = a - o
         out.update({("wr", x, *el): a - o for el in tm.write_elements})
     return out
+
+
+def resource(key: tuple) -> tuple:
+    """A held resource as conflicts see it: a lane, or a memory element whether read or
+    written ("el")."""
+    return key if key[0] in ("tx", "rx") else ("el", *key[1:])
 
 
 def touched(tm: Timing, spec: Spec) -> set[tuple]:
@@ -58,7 +64,7 @@ class Conflicts:
     @staticmethod
     def against(key: tuple) -> tuple:
         """The resource whose holders conflict with a holder of this one."""
-        return key if key[0] in ("tx", "rx") else (_OTHER[key[0]], *key[1:])
+        return key if key[0] in ("tx", "rx") else (CLASHES[key[0]], *key[1:])
 
     def _of(self, i: int) -> frozenset[int]:
         out = set(self.deps.get(i, ()))
