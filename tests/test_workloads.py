@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import gc
 import math
+import random
 
 import numpy as np
 import pytest
 
 from ipuopt.errors import InputError
 from ipuopt.exchange.phase import check_phase
+from ipuopt.heap import bulk
 from ipuopt.spec import load_spec, spec_names
 from ipuopt.workloads.boxes import View, intersect, volume
 from ipuopt.workloads.gemm import GemmLayout, enumerate_candidates, price
@@ -40,6 +43,22 @@ def test_enumeration_matches_independent_count() -> None:
         assert lay.sub_a * lay.sub_b == lay.parts
         for region in spec.regions:
             assert cand.memory.get(region.name, 0) <= region.size
+
+
+def test_enumeration_prices_each_layout_as_price_does() -> None:
+    """The enumeration prices every layout in one pass; each must be what `price` says of it
+    alone, and the collector is on again after the bulk pass, even when it raised."""
+    spec = load_spec("gc200")
+    wl = load_workload("siglip-attention")
+    op = next(o for o in wl.operators if o.name == "scores")  # batched: groups and batches per group
+    cands = enumerate_candidates(wl, op, spec)
+    for cand in random.Random(0).sample(cands, 200):
+        assert price(wl, op, cand.layout, spec) == cand
+    assert gc.isenabled()
+    with pytest.raises(RuntimeError), bulk():
+        assert not gc.isenabled()
+        raise RuntimeError
+    assert gc.isenabled()
 
 
 def test_utilisation_filter_and_memory_limit() -> None:

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ipuopt.errors import InputError
+from ipuopt.heap import bulk
 from ipuopt.layout.candidates import Catalogue
 from ipuopt.layout.moves import Moves
 from ipuopt.layout.problem import LayoutProblem, layout_problem_from_dict
@@ -98,6 +99,15 @@ def build_problem(wl: Workload, spec: Spec, within: float = 0.0, min_utilisation
     if exchange not in EXCHANGE_PRICES:
         raise InputError.one("", "--exchange", f"unknown pricing {exchange!r} (one of "
                                                f"{', '.join(EXCHANGE_PRICES)})")
+    with bulk():
+        return _build(wl, spec, within, min_utilisation, progress, reference_widths, exchange, check, grain,
+                      partial, left)
+
+
+def _build(wl: Workload, spec: Spec, within: float, min_utilisation: float,
+           progress: Callable[[str], None] | None, reference_widths: tuple[int, ...], exchange: str,
+           check: Callable[[], None] | None, grain: Grain, partial: bool,
+           left: Callable[[], float | None] | None) -> tuple[LayoutProblem, dict[str, Any]]:
     t0 = time.perf_counter()
     say = progress or (lambda _m: None)
     cat = Catalogue(wl, spec, min_utilisation, grain, say, check or (lambda: None))

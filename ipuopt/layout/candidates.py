@@ -10,6 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ipuopt.heap import bulk
 from ipuopt.layout.pricing import input_held, own_exchange
 from ipuopt.spec import Spec
 from ipuopt.workloads.fragments import Grain
@@ -61,10 +62,11 @@ class Catalogue:
         self.cands: dict[str, list[Cand]] = {}
         self.own_memo: dict[tuple, int] = {}  # `own_exchange`'s figures
         self.enumerated: dict[str, int] = {}
-        for op in self.ops:
-            made = self._gemms(op, min_utilisation) if op.kind == "gemm" else self._elementwise(op)
-            self.cands[op.name] = made
-            self.enumerated[op.name] = len(self.cands[op.name])
+        with bulk():
+            for op in self.ops:
+                made = self._gemms(op, min_utilisation) if op.kind == "gemm" else self._elementwise(op)
+                self.cands[op.name] = made
+                self.enumerated[op.name] = len(self.cands[op.name])
 
     def inputs(self, op: Operator) -> list[tuple[int, str]]:
         """(operand index, tensor) of the operands that are moved: not weights, nor inputs the
@@ -78,6 +80,8 @@ class Catalogue:
         found = enumerate_candidates(wl, op, spec, min_utilisation)
         batch, m, k, n = wl.gemm_dims(op)
         out = []
+        moved = self.inputs(op)
+        owns: dict[tuple, dict[str, int]] = {}  # the weights' region changes no exchange
         for c in found:
             if len(out) % 256 == 0:
                 self.check()
@@ -86,9 +90,11 @@ class Catalogue:
             bb = c.batches_per_group
             piece = bb * math.ceil(mb / lay.sub_a) * math.ceil(nb / lay.sub_b) if lay.parts > 1 \
                 else bb * mb * nb
-            own = own_exchange(wl, op, c, spec, self.grain, self.own_memo)
+            grid = (lay.rows, lay.cols, lay.parts, lay.sub_a, lay.sub_b, c.groups)
+            own = owns.get(grid) or owns.setdefault(grid, own_exchange(wl, op, c, spec, self.grain,
+                                                                        self.own_memo))
             needs, blocks = {}, {}
-            for which, t in self.inputs(op):
+            for which, t in moved:
                 label = need_label(op, which, c)
                 needs[t] = label
                 self.needs.setdefault(label, (op, which, c))

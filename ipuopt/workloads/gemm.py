@@ -16,6 +16,8 @@ import math
 import re
 from dataclasses import dataclass
 
+import numpy as np
+
 from ipuopt.errors import InputError
 from ipuopt.spec import Spec
 from ipuopt.workloads.workload import Operator, Workload
@@ -79,38 +81,59 @@ def activation_region(spec: Spec) -> str:
 
 def price(wl: Workload, op: Operator, layout: GemmLayout, spec: Spec) -> Candidate | None:
     """Compute estimate (slowest tile) and per-tile memory; None when the grid is impossible."""
+    regions = [x.name for x in spec.regions]
+    if layout.weight_region not in regions:
+        return None
+    grid = [np.array([v]) for v in (layout.rows, layout.cols, layout.parts, layout.sub_a, layout.sub_b)]
+    found = _priced(wl, op, spec, *grid, np.array([regions.index(layout.weight_region)]))
+    return found[0] if found else None
+
+
+def _priced(wl: Workload, op: Operator, spec: Spec, r: np.ndarray, c: np.ndarray, p: np.ndarray,
+            sub_a: np.ndarray, sub_b: np.ndarray, region: np.ndarray) -> list[Candidate]:
+    """The candidates of the layouts (r, c, p, sub_a, sub_b, weight region index) given as
+    arrays, in their order, the impossible ones left out: one formula for one layout and for
+    the hundreds of thousands an enumeration prices."""
     batch, m, k, n = wl.gemm_dims(op)
-    r, c, p = layout.rows, layout.cols, layout.parts
-    if r > m or c > n or p > k or r * c * p > spec.tiles:
-        return None
-    groups = min(batch, spec.tiles // (r * c * p))
-    bb = math.ceil(batch / groups)
-    groups = math.ceil(batch / bb)
-    mb, kb, nb = math.ceil(m / r), math.ceil(k / p), math.ceil(n / c)
-    pa, pb = math.ceil(mb / layout.sub_a), math.ceil(nb / layout.sub_b)
-    if layout.sub_a > mb or layout.sub_b > nb:
-        return None
+    ok = (r <= m) & (c <= n) & (p <= k) & (r * c * p <= spec.tiles)
+    r, c, p, sub_a, sub_b, region = (x[ok] for x in (r, c, p, sub_a, sub_b, region))
+    groups = np.minimum(batch, spec.tiles // (r * c * p))
+    bb = -(-batch // groups)
+    groups = -(-batch // bb)
+    mb, kb, nb = -(-m // r), -(-k // p), -(-n // c)
+    pa, pb = -(-mb // sub_a), -(-nb // sub_b)
     e = wl.elem_bytes
     rate = spec.compute[f"{wl.dtype}_macs_per_cycle"]
     add = spec.compute["partial_add_bytes_per_cycle"]
     piece = bb * pa * pb
-    cycles = math.ceil(bb * mb * nb * kb / rate)
-    act = activation_region(spec)
-    mem = {x.name: 0 for x in spec.regions}
-    mem[act] += spec.aligned(bb * mb * kb * e)
-    mem[layout.weight_region] += spec.aligned(bb * kb * nb * e)
-    if p > 1:
-        cycles += math.ceil((p - 1) * piece * PARTIAL_BYTES / add)
-        mem[act] += spec.aligned(bb * mb * nb * PARTIAL_BYTES) + (p - 1) * spec.aligned(piece * PARTIAL_BYTES)
-        mem[act] += spec.aligned(piece * e)
-    else:
-        mem[act] += spec.aligned(bb * mb * nb * e)
-    for region in spec.regions:
-        if mem[region.name] > region.size:
-            return None
-    out = f"{op.name}:{r}x{c}x{p}/{layout.sub_a}x{layout.sub_b}" + (f"/g{groups}" if groups > 1 else "")
-    return Candidate(op.name, layout, groups, bb, groups * r * c * p, cycles,
-                     {k_: v for k_, v in mem.items() if v}, out)
+    cycles = np.ceil(bb * mb * nb * kb / rate).astype(np.int64)
+    cycles += np.where(p > 1, np.ceil((p - 1) * piece * PARTIAL_BYTES / add).astype(np.int64), 0)
+    act = [x.name for x in spec.regions].index(activation_region(spec))
+    out_bytes = np.where(p > 1, _aligned(bb * mb * nb * PARTIAL_BYTES, spec)
+                         + (p - 1) * _aligned(piece * PARTIAL_BYTES, spec) + _aligned(piece * e, spec),
+                         _aligned(bb * mb * nb * e, spec))
+    mem = np.zeros((len(spec.regions), len(r)), dtype=np.int64)
+    mem[act] += _aligned(bb * mb * kb * e, spec) + out_bytes
+    np.add.at(mem, (region, np.arange(len(r))), _aligned(bb * kb * nb * e, spec))
+    size = np.array([x.size for x in spec.regions], dtype=np.int64)[:, None]
+    ok = (sub_a <= mb) & (sub_b <= nb) & (mem <= size).all(axis=0)
+    names = [x.name for x in spec.regions]
+    keep = np.flatnonzero(ok)
+    mems = [dict(zip(names, col, strict=True)) for col in mem[:, keep].T.tolist()]
+    out = []
+    for (ri, ci, pi, ai, bi, gi, b, ti, cy), mi, x in zip(
+            np.stack([r, c, p, sub_a, sub_b, groups, bb, groups * r * c * p, cycles])[:, keep].T.tolist(),
+            mems, region[keep].tolist(), strict=True):
+        label = f"{op.name}:{ri}x{ci}x{pi}/{ai}x{bi}" + (f"/g{gi}" if gi > 1 else "")
+        out.append(Candidate(op.name, GemmLayout(ri, ci, pi, ai, bi, names[x]), gi, b, ti, cy,
+                             {k_: v for k_, v in mi.items() if v}, label))
+    return out
+
+
+def _aligned(nbytes: np.ndarray, spec: Spec) -> np.ndarray:
+    """`Spec.aligned` of each element."""
+    a = spec.exchange.paired_alignment
+    return -(-nbytes // a) * a
 
 
 def enumerate_candidates(wl: Workload, op: Operator, spec: Spec,
@@ -120,26 +143,17 @@ def enumerate_candidates(wl: Workload, op: Operator, spec: Spec,
     Valid: R <= M, C <= N, P <= K, G*R*C*P <= tiles, A*B == P with pieces
     non-empty, and the per-tile memory fits every region. (A*B < P, fewer tiles reducing
     more partials each, is taken by `--layout` but not enumerated: it would add a candidate
-    per divisor pair to problems whose build time is the limit.)
+    per divisor pair to problems whose build time is the limit.) Ordered by R, C, P, A and
+    region, priced in one pass (`_priced`).
     """
     batch, m, k, n = wl.gemm_dims(op)
     tiles = spec.tiles
-    out: list[Candidate] = []
-    regions = [x.name for x in spec.regions]
-    for r in range(1, min(m, tiles) + 1):
-        for c in range(1, min(n, tiles // r) + 1):
-            for p in range(1, min(k, tiles // (r * c)) + 1):
-                used = min(batch, tiles // (r * c * p)) * r * c * p
-                if used < min_utilisation * tiles:
-                    continue
-                for a in range(1, p + 1):
-                    if p % a:
-                        continue
-                    for region in regions:
-                        cand = price(wl, op, GemmLayout(r, c, p, a, p // a, region), spec)
-                        if cand is not None:
-                            out.append(cand)
-    return out
+    grids = [(r, c, p) for r in range(1, min(m, tiles) + 1) for c in range(1, min(n, tiles // r) + 1)
+             for p in range(1, min(k, tiles // (r * c)) + 1)
+             if min(batch, tiles // (r * c * p)) * r * c * p >= min_utilisation * tiles]
+    layouts = np.array([(r, c, p, a, p // a, g) for r, c, p in grids for a in range(1, p + 1) if p % a == 0
+                        for g in range(len(spec.regions))], dtype=np.int64).reshape(-1, 6)
+    return _priced(wl, op, spec, *layouts.T)
 
 
 def default_layout(wl: Workload, op: Operator, spec: Spec) -> Candidate:
