@@ -172,6 +172,26 @@ def test_clique_cores_of_a_stream_keep_its_whole_payload() -> None:
     assert by_name["clique"] <= proven_optimum(phase, spec)
 
 
+def test_a_clique_in_the_order_of_its_starts_counts_what_its_windows_overlap() -> None:
+    """Three tiles of a three-partial reduction on gc200 (from siglip-mlp's gemm1-reduction at
+    256 B), each partial read from and written into element 4 of its tile: the ten sends
+    pairwise conflict (a lane, or an element one reads and another writes), but a read may
+    end a route latency after the write that follows it begins, so their cores lose most of
+    their payload. In the order of their starts each two that follow each other are apart by
+    what keeps their windows apart: that path is above every other bound, the element's work
+    among them, and below the proven optimum."""
+    spec = load_spec("gc200")
+    sends = [(0, 490, 656712, 673656), (0, 490, 656968, 673912), (0, 980, 665180, 673656),
+             (0, 980, 665436, 673912), (490, 0, 655376, 681080), (490, 0, 655632, 681336),
+             (490, 980, 665180, 682416), (490, 980, 665436, 682672), (980, 490, 656712, 682416),
+             (980, 490, 656968, 682672)]
+    phase = Phase("gc200", [Transfer(f"t{k}", src, (dst,), 64, src_addr=a, dst_addr=b)
+                            for k, (src, dst, a, b) in enumerate(sends)], name="three partials")
+    by_name = {b.name: b.value for b in all_bounds(Instance(phase, spec), None)}
+    assert by_name["clique"] > max(v for k, v in by_name.items() if k != "clique")
+    assert by_name["clique"] <= proven_optimum(phase, spec)
+
+
 def test_heads_tails_bound_sees_a_lane_behind_a_chain() -> None:
     """Four receives into tile 9 that all wait for one long transfer: the endpoint bound
     counts them from the first possible arrival, the dependency bound one of them after the

@@ -91,9 +91,8 @@ def element_bound(timings: list[Timing], spec: Spec) -> Bound:
     pairwise disjoint; reads cannot start before tx_overhead. Between two reads in a row lie
     at least tx_overhead cycles (the next send's source selection on the same lane), between
     two writes rx_lead (the next receive's pointer write), between a write and a read the
-    write hazard: in whatever order they come, these gaps add at least
-    (reads - 1) * tx_overhead + (writes - 1) * rx_lead, less what alternating could save
-    when the hazard is shorter than the two leads together."""
+    write hazard, between a read and a write nothing: `_element_gaps` is the least these add
+    in whatever order they come."""
     ex = spec.exchange
     o, lead, hazard = ex.tx_overhead, ex.rx_lead, ex.write_hazard
     work: dict[tuple, list[int]] = defaultdict(lambda: [0, 0, 0, 0])  # read, write cycles; counts
@@ -116,12 +115,30 @@ def element_bound(timings: list[Timing], spec: Spec) -> Bound:
     for key, (r, w, reads, writes) in work.items():
         if not (r and w):
             continue  # reads alone or writes alone are covered by the endpoint bound
-        gaps = (reads - 1) * o + (writes - 1) * lead + (min(reads, writes) - 1) * min(0, hazard - o - lead)
-        v = first[key] + r + w + gaps
+        v = first[key] + r + w + _element_gaps(reads, writes, o, lead, hazard)
         if v > best.value:
             region = spec.regions[key[1]].name
             best = Bound("element", v, f"tile {key[0]} element {key[2]} of {region}")
     return best
+
+
+def _element_gaps(reads: int, writes: int, o: int, lead: int, hazard: int) -> int:
+    """The least total gap on an element used by `reads` reads and `writes` writes (both at
+    least one) in a row: o between two reads, lead between two writes, the hazard from a write
+    to a read, none from a read to a write. A row of p read runs and q write runs (|p - q| <= 1)
+    has reads - p read-read gaps, writes - q write-write gaps and a write-read gap per write run
+    followed by reads; each shape is linear in its runs, so its least is at either end. (A row
+    that begins and ends with writes saves a lead for the hazard: less when the hazard is
+    shorter than the lead, which the sum of the first two terms alone missed.)"""
+    step = hazard - o - lead  # one more read run and write run each
+    base = o * reads + lead * writes
+    shapes = [(base - hazard, min(reads, writes)),  # read ... write
+              (base, min(reads, writes))]  # write ... read
+    if writes > 1:
+        shapes.append((base - lead, min(reads, writes - 1)))  # write ... write
+    if reads > 1:
+        shapes.append((base - o, min(writes, reads - 1)))  # read ... read
+    return min(v + step * (1 if step >= 0 else most) for v, most in shapes)
 
 
 MATCHING_SET = 25  # most memory elements in one odd set (`matching_bound`)
@@ -438,6 +455,7 @@ def clique_bound(timings: list[Timing], spec: Spec, seeds: int = 300,
     starts += [([seed], None, (), f"from {timings[seed].transfer.id}") for seed in order[:seeds]]
     best = Bound("clique", 0, "")
     budget, spent = _REST_WORK, 0
+    paths: dict[frozenset, int] = {}  # `_sequence_value`'s, per clique as its nodes see it
     for tried, (clique, cand, fixed, label) in enumerate(starts):
         if (enough is not None and enough()) or spent > _SEARCH_WORK:
             cut = f"search cut short after {tried} of {len(starts)} starts"
@@ -449,6 +467,8 @@ def clique_bound(timings: list[Timing], spec: Spec, seeds: int = 300,
                 budget -= sum(len(held[i]) for i in clique) + sum(len(held[i]) for i in cand)
                 rest = sorted(cand.union(fixed))
                 v = _clique_value(timings, uses, kind, clique, rest, heads, spec, nb.deps)
+                if not cand:  # a final clique: also as a sequence
+                    v = max(v, _sequence_value(timings, uses, kind, clique, heads, paths))
                 if v > best.value:
                     more = f" and {len(rest)} more" if rest else ""
                     best = Bound("clique", v, f"{len(clique)} pairwise conflicting transfers"
@@ -501,6 +521,58 @@ def _clique_value(timings: list[Timing], uses: list[tuple[tuple[tuple, str, int,
     head = min(heads[i] + o + hi for i, (hi, _) in spans.items())
     tail = min(max(timings[i].arrival.values()) - o - lo for i, (_, lo) in spans.items())
     return head + total + _rest_union(timings, {i: spans[i] for i in rest}, spec) + tail
+
+
+def _sequence_value(timings: list[Timing], uses: list[tuple[tuple[tuple, str, int, int], ...]],
+                    kind: list[int], clique: list[int], heads: list[int],
+                    memo: dict[frozenset, int] | None = None) -> int:
+    """The clique in the order of its starts: two members that follow each other are apart by
+    at least what keeps their windows apart on every resource they conflict on, one way or
+    the other (`_gap`: a write's hazard after a read, but a read may end a route latency
+    after the write that follows it begins), so the horizon is at least the least such path's
+    length through every member plus its last member's completion. Cores lose what windows
+    overlap; a path counts each pair as it must be. Members alike (kind, cheapest payload,
+    completion) are one node with a count, and the least path is bounded by its transportation
+    relaxation (each member's successor chosen apart, a min-cost flow: exact when the counts
+    are large, never above the path)."""
+    import networkx as nx
+
+    nodes: dict[tuple[int, int, int], list[int]] = defaultdict(list)
+    for i in clique:
+        tm = timings[i]
+        d = min(tm.duration.values())
+        nodes[kind[i], d, max(tm.arrival.values()) + d].append(i)
+    seen = frozenset((key, len(who), min(heads[i] for i in who)) for key, who in nodes.items())
+    if memo is not None and seen in memo:
+        return memo[seen]
+    keys = list(nodes)
+    g = nx.DiGraph()
+    g.add_node("first", demand=-1)
+    g.add_node("last", demand=1)
+    for n, (k, d, tail) in enumerate(keys):
+        g.add_node(("out", n), demand=-len(nodes[k, d, tail]))
+        g.add_node(("in", n), demand=len(nodes[k, d, tail]))
+        g.add_edge("first", ("in", n), weight=min(heads[i] for i in nodes[k, d, tail]), capacity=1)
+        g.add_edge(("out", n), "last", weight=tail, capacity=1)
+        for m, (k2, d2, _) in enumerate(keys):
+            if m != n or len(nodes[k, d, tail]) > 1:
+                g.add_edge(("out", n), ("in", m), weight=_gap(uses[k], d, uses[k2], d2))
+    value = int(nx.network_simplex(g)[0])
+    if memo is not None:
+        memo[seen] = value
+    return value
+
+
+def _gap(first: tuple[tuple[tuple, str, int, int], ...], d1: int,
+         second: tuple[tuple[tuple, str, int, int], ...], d2: int) -> int:
+    """The least S2 - S1 >= 0 of two conflicting transfers (their uses and payloads) that start
+    in that order: on each resource they conflict on, the first's window ends before the
+    second's begins, or the second's before the first's."""
+    mine = {(key, role): (a, b) for key, role, a, b in second}
+    apart = [(b1 + d1 - a2, b2 + d2 - a1) for key, role, a1, b1 in first
+             if (a2b2 := mine.get((key, CLASHES[role]))) is not None for a2, b2 in [a2b2]]
+    return next(x for x in sorted({0, *(ahead for ahead, _ in apart)})
+                if all(x >= ahead or x <= -behind for ahead, behind in apart))
 
 
 def _spans(uses: list[tuple[tuple[tuple, str, int, int], ...]], units: dict[tuple[int, bool], int]

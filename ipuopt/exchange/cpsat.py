@@ -245,6 +245,9 @@ def _element_constraints(m: cp_model.CpModel, by_kind: dict, hazard: int, overhe
             ivs += make(writes, grow=-min(hazard, overhead))
             m.add_no_overlap([iv for _, _, iv in ivs])
             continue
+        # redundant, for propagation: reads from o before and writes to lead after their
+        # payload never overlap one another, and never a write the pairs below keep apart
+        m.add_no_overlap([iv for _, _, iv in make(reads, shift=-overhead) + make(writes, grow=lead - hazard)])
         r_ivs, w_ivs = make(reads), make(writes)
         for rid, _, riv in r_ivs:
             for wid, _, wiv in w_ivs:
