@@ -199,7 +199,7 @@ def test_element_gaps_are_the_least_over_every_order_of_reads_and_writes():
         rows = set(itertools.permutations("r" * reads + "w" * writes))
         for o, lead, hazard in itertools.product(range(3), range(3), range(6)):
             gap = {"rr": o, "ww": lead, "wr": hazard, "rw": 0}
-            least = min(sum(gap[a + b] for a, b in zip(row, row[1:])) for row in rows)
+            least = min(sum(gap[a + b] for a, b in itertools.pairwise(row)) for row in rows)
             assert _element_gaps(reads, writes, o, lead, hazard) == least, (reads, writes, o, lead, hazard)
 
 

@@ -456,6 +456,7 @@ def clique_bound(timings: list[Timing], spec: Spec, seeds: int = 300,
     best = Bound("clique", 0, "")
     budget, spent = _REST_WORK, 0
     paths: dict[frozenset, int] = {}  # `_sequence_value`'s, per clique as its nodes see it
+    longest: tuple[int, list[int], str] = (0, [], "")  # the final clique longest as a sequence
     for tried, (clique, cand, fixed, label) in enumerate(starts):
         if (enough is not None and enough()) or spent > _SEARCH_WORK:
             cut = f"search cut short after {tried} of {len(starts)} starts"
@@ -468,7 +469,10 @@ def clique_bound(timings: list[Timing], spec: Spec, seeds: int = 300,
                 rest = sorted(cand.union(fixed))
                 v = _clique_value(timings, uses, kind, clique, rest, heads, spec, nb.deps)
                 if not cand:  # a final clique: also as a sequence
-                    v = max(v, _sequence_value(timings, uses, kind, clique, heads, paths))
+                    path = _sequence_value(timings, uses, kind, clique, heads, paths)
+                    if path > longest[0]:
+                        longest = (path, list(clique), label)
+                    v = max(v, path)
                 if v > best.value:
                     more = f" and {len(rest)} more" if rest else ""
                     best = Bound("clique", v, f"{len(clique)} pairwise conflicting transfers"
@@ -484,6 +488,22 @@ def clique_bound(timings: list[Timing], spec: Spec, seeds: int = 300,
             clique.append(j)
             spent += len(nb.of(j))
             cand = cand & nb.of(j)
+    value, members, label = longest
+    while members and not (enough is not None and enough()):  # fewer can be longer: drop what
+        # shortcuts the path (a short send between a read and a write of one element), alike at once
+        alike: dict[tuple, list[int]] = defaultdict(list)
+        for i in members:
+            alike[kind[i], min(timings[i].duration.values())].append(i)
+        trials = ([i for i in members if i not in gone] for gone in map(set, alike.values())
+                  if len(gone) < len(members) - 1)  # two members at least: one is a chain
+        found = next(((v, t) for t in trials
+                      if (v := _sequence_value(timings, uses, kind, t, heads, paths)) > value), None)
+        if found is None:
+            break
+        value, members = found
+        if value > best.value:
+            best = Bound("clique", value, f"{len(members)} pairwise conflicting transfers {label}, "
+                                          "as a sequence")
     return best
 
 
