@@ -455,7 +455,7 @@ def clique_bound(timings: list[Timing], spec: Spec, seeds: int = 300,
     starts += [([seed], None, (), f"from {timings[seed].transfer.id}") for seed in order[:seeds]]
     best = Bound("clique", 0, "")
     budget, spent = _REST_WORK, 0
-    paths: dict[frozenset, int] = {}  # `_sequence_value`'s, per clique as its nodes see it
+    paths: dict = {}  # `_sequence_value`'s, per clique as its nodes see it, and its gaps
     longest: tuple[int, list[int], str] = (0, [], "")  # the final clique longest as a sequence
     for tried, (clique, cand, fixed, label) in enumerate(starts):
         if (enough is not None and enough()) or spent > _SEARCH_WORK:
@@ -545,7 +545,7 @@ def _clique_value(timings: list[Timing], uses: list[tuple[tuple[tuple, str, int,
 
 def _sequence_value(timings: list[Timing], uses: list[tuple[tuple[tuple, str, int, int], ...]],
                     kind: list[int], clique: list[int], heads: list[int],
-                    memo: dict[frozenset, int] | None = None) -> int:
+                    memo: dict | None = None) -> int:
     """The clique in the order of its starts: two members that follow each other are apart by
     at least what keeps their windows apart on every resource they conflict on, one way or
     the other (`_gap`: a write's hazard after a read, but a read may end a route latency
@@ -562,10 +562,13 @@ def _sequence_value(timings: list[Timing], uses: list[tuple[tuple[tuple, str, in
         tm = timings[i]
         d = min(tm.duration.values())
         nodes[kind[i], d, max(tm.arrival.values()) + d].append(i)
+    if len(nodes) > SEQUENCE_NODES:
+        return 0
     seen = frozenset((key, len(who), min(heads[i] for i in who)) for key, who in nodes.items())
     if memo is not None and seen in memo:
         return memo[seen]
     keys = list(nodes)
+    gaps = {} if memo is None else memo.setdefault("gaps", {})  # (kind, d, kind, d) -> `_gap`
     g = nx.DiGraph()
     g.add_node("first", demand=-1)
     g.add_node("last", demand=1)
@@ -576,11 +579,16 @@ def _sequence_value(timings: list[Timing], uses: list[tuple[tuple[tuple, str, in
         g.add_edge(("out", n), "last", weight=tail, capacity=1)
         for m, (k2, d2, _) in enumerate(keys):
             if m != n or len(nodes[k, d, tail]) > 1:
-                g.add_edge(("out", n), ("in", m), weight=_gap(uses[k], d, uses[k2], d2))
+                if (k, d, k2, d2) not in gaps:
+                    gaps[k, d, k2, d2] = _gap(uses[k], d, uses[k2], d2)
+                g.add_edge(("out", n), ("in", m), weight=gaps[k, d, k2, d2])
     value = int(nx.network_simplex(g)[0])
     if memo is not None:
         memo[seen] = value
     return value
+
+
+SEQUENCE_NODES = 40  # most kinds of member a clique is valued as a sequence with (arcs: their square)
 
 
 def _gap(first: tuple[tuple[tuple, str, int, int], ...], d1: int,

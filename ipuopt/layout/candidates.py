@@ -81,7 +81,6 @@ class Catalogue:
         batch, m, k, n = wl.gemm_dims(op)
         out = []
         moved = self.inputs(op)
-        owns: dict[tuple, dict[str, int]] = {}  # the weights' region changes no exchange
         for c in found:
             if len(out) % 256 == 0:
                 self.check()
@@ -90,9 +89,7 @@ class Catalogue:
             bb = c.batches_per_group
             piece = bb * math.ceil(mb / lay.sub_a) * math.ceil(nb / lay.sub_b) if lay.parts > 1 \
                 else bb * mb * nb
-            grid = (lay.rows, lay.cols, lay.parts, lay.sub_a, lay.sub_b, c.groups)
-            own = owns.get(grid) or owns.setdefault(grid, own_exchange(wl, op, c, spec, self.grain,
-                                                                        self.own_memo))
+            own = own_exchange(wl, op, c, spec, self.grain, self.own_memo)
             needs, blocks = {}, {}
             for which, t in moved:
                 label = need_label(op, which, c)

@@ -108,7 +108,8 @@ def _priced(wl: Workload, op: Operator, spec: Spec, r: np.ndarray, c: np.ndarray
     piece = bb * pa * pb
     cycles = np.ceil(bb * mb * nb * kb / rate).astype(np.int64)
     cycles += np.where(p > 1, np.ceil((p - 1) * piece * PARTIAL_BYTES / add).astype(np.int64), 0)
-    act = [x.name for x in spec.regions].index(activation_region(spec))
+    names = [x.name for x in spec.regions]
+    act = names.index(activation_region(spec))
     out_bytes = np.where(p > 1, _aligned(bb * mb * nb * PARTIAL_BYTES, spec)
                          + (p - 1) * _aligned(piece * PARTIAL_BYTES, spec) + _aligned(piece * e, spec),
                          _aligned(bb * mb * nb * e, spec))
@@ -117,7 +118,6 @@ def _priced(wl: Workload, op: Operator, spec: Spec, r: np.ndarray, c: np.ndarray
     np.add.at(mem, (region, np.arange(len(r))), _aligned(bb * kb * nb * e, spec))
     size = np.array([x.size for x in spec.regions], dtype=np.int64)[:, None]
     ok = (sub_a <= mb) & (sub_b <= nb) & (mem <= size).all(axis=0)
-    names = [x.name for x in spec.regions]
     keep = np.flatnonzero(ok)
     mems = [dict(zip(names, col, strict=True)) for col in mem[:, keep].T.tolist()]
     out = []
