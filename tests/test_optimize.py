@@ -309,7 +309,7 @@ def test_without_the_placement_the_bound_leaves_the_quickest_phases_their_auto(m
             seen["need"] = opt._auto_need({**out[k], "greedy": out[k]["run"]}, 1e9, 2)
         return out
 
-    whole = SolveParams(60)
+    whole = SolveParams(30)
 
     def bound(*args, params, **kwargs):
         seen["given"], seen["left"] = params.budget(), whole.stop.left()
