@@ -455,7 +455,8 @@ def clique_bound(timings: list[Timing], spec: Spec, seeds: int = 300,
     starts += [([seed], None, (), f"from {timings[seed].transfer.id}") for seed in order[:seeds]]
     best = Bound("clique", 0, "")
     budget, spent = _REST_WORK, 0
-    paths: dict = {}  # `_sequence_value`'s, per clique as its nodes see it, and its gaps
+    paths: dict[frozenset, int] = {}  # `_sequence_value`'s, per clique as its nodes see it
+    gaps: dict[tuple, int] = {}  # `_gap`'s, per pair of (kind, payload)
     longest: tuple[int, list[int], str] = (0, [], "")  # the final clique longest as a sequence
     for tried, (clique, cand, fixed, label) in enumerate(starts):
         if (enough is not None and enough()) or spent > _SEARCH_WORK:
@@ -469,7 +470,7 @@ def clique_bound(timings: list[Timing], spec: Spec, seeds: int = 300,
                 rest = sorted(cand.union(fixed))
                 v = _clique_value(timings, uses, kind, clique, rest, heads, spec, nb.deps)
                 if not cand:  # a final clique: also as a sequence
-                    path = _sequence_value(timings, uses, kind, clique, heads, paths)
+                    path = _sequence_value(timings, uses, kind, clique, heads, paths, gaps)
                     if path > longest[0]:
                         longest = (path, list(clique), label)
                     v = max(v, path)
@@ -497,7 +498,7 @@ def clique_bound(timings: list[Timing], spec: Spec, seeds: int = 300,
         trials = ([i for i in members if i not in gone] for gone in map(set, alike.values())
                   if len(gone) < len(members) - 1)  # two members at least: one is a chain
         found = next(((v, t) for t in trials
-                      if (v := _sequence_value(timings, uses, kind, t, heads, paths)) > value), None)
+                      if (v := _sequence_value(timings, uses, kind, t, heads, paths, gaps)) > value), None)
         if found is None:
             break
         value, members = found
@@ -545,7 +546,7 @@ def _clique_value(timings: list[Timing], uses: list[tuple[tuple[tuple, str, int,
 
 def _sequence_value(timings: list[Timing], uses: list[tuple[tuple[tuple, str, int, int], ...]],
                     kind: list[int], clique: list[int], heads: list[int],
-                    memo: dict | None = None) -> int:
+                    memo: dict[frozenset, int] | None = None, gaps: dict[tuple, int] | None = None) -> int:
     """The clique in the order of its starts: two members that follow each other are apart by
     at least what keeps their windows apart on every resource they conflict on, one way or
     the other (`_gap`: a write's hazard after a read, but a read may end a route latency
@@ -568,7 +569,7 @@ def _sequence_value(timings: list[Timing], uses: list[tuple[tuple[tuple, str, in
     if memo is not None and seen in memo:
         return memo[seen]
     keys = list(nodes)
-    gaps = {} if memo is None else memo.setdefault("gaps", {})  # (kind, d, kind, d) -> `_gap`
+    gaps = {} if gaps is None else gaps
     g = nx.DiGraph()
     g.add_node("first", demand=-1)
     g.add_node("last", demand=1)
@@ -597,8 +598,11 @@ def _gap(first: tuple[tuple[tuple, str, int, int], ...], d1: int,
     in that order: on each resource they conflict on, the first's window ends before the
     second's begins, or the second's before the first's."""
     mine = {(key, role): (a, b) for key, role, a, b in second}
-    apart = [(b1 + d1 - a2, b2 + d2 - a1) for key, role, a1, b1 in first
-             if (a2b2 := mine.get((key, CLASHES[role]))) is not None for a2, b2 in [a2b2]]
+    apart = []  # per resource: (how far the second starts after the first, or the first after it)
+    for key, role, a1, b1 in first:
+        if (key, CLASHES[role]) in mine:
+            a2, b2 = mine[key, CLASHES[role]]
+            apart.append((b1 + d1 - a2, b2 + d2 - a1))
     return next(x for x in sorted({0, *(ahead for ahead, _ in apart)})
                 if all(x >= ahead or x <= -behind for ahead, behind in apart))
 

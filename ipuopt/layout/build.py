@@ -79,6 +79,7 @@ class Report:
                 "seconds": round(self.seconds, 1)}
 
 
+@bulk()  # hundreds of thousands of candidates, millions of pairs: no collector rescans
 def build_problem(wl: Workload, spec: Spec, within: float = 0.0, min_utilisation: float = 0.5,
                   progress: Callable[[str], None] | None = None,
                   reference_widths: tuple[int, ...] = REFERENCE_WIDTHS,
@@ -99,15 +100,6 @@ def build_problem(wl: Workload, spec: Spec, within: float = 0.0, min_utilisation
     if exchange not in EXCHANGE_PRICES:
         raise InputError.one("", "--exchange", f"unknown pricing {exchange!r} (one of "
                                                f"{', '.join(EXCHANGE_PRICES)})")
-    with bulk():
-        return _build(wl, spec, within, min_utilisation, progress, reference_widths, exchange, check, grain,
-                      partial, left)
-
-
-def _build(wl: Workload, spec: Spec, within: float, min_utilisation: float,
-           progress: Callable[[str], None] | None, reference_widths: tuple[int, ...], exchange: str,
-           check: Callable[[], None] | None, grain: Grain, partial: bool,
-           left: Callable[[], float | None] | None) -> tuple[LayoutProblem, dict[str, Any]]:
     t0 = time.perf_counter()
     say = progress or (lambda _m: None)
     cat = Catalogue(wl, spec, min_utilisation, grain, say, check or (lambda: None))
