@@ -295,6 +295,55 @@ def test_group_bound_is_below_every_schedule_of_rows_and_columns(spec: Spec, pic
     assert bound.value <= found.value, (bound, found.status)
 
 
+def test_group_bound_sees_sends_that_read_what_the_multicasts_write() -> None:
+    """Three multicasts into tiles 20 and 21 write the element that each of those tiles sends
+    from, and the two sends (to 30 and 31) must be paired, so they take the pair's lanes one
+    after the other: neither send conflicts with the other's tile, so no clique holds both,
+    yet the group sees the multicasts' writes and the sends' reads as one timeline."""
+    spec = load_spec("gc200")
+    base = spec.regions[0].start
+    into = [Transfer(f"a{k}", 40 + 2 * k, (20, 21), 30, dst_addr=base + 256 * k, paired="never")
+            for k in range(3)]
+    out = [Transfer(f"c{j}", 20 + j, (30 + j,), 100, src_addr=base + 2048, paired="required")
+           for j in range(2)]
+    phase = Phase("gc200", into + out, name="reads-and-writes")
+    by_name = {b.name: b for b in all_bounds(Instance(phase, spec), None)}
+    group = by_name.pop("group")
+    assert "sends from there" in group.where
+    assert group.value >= max(b.value for b in by_name.values()) + 4
+    assert group.value <= proven_optimum(phase, spec)
+
+
+WIDTHS = st.sampled_from(["allowed", "never", "required"])
+TARGETS = [(0,), (1,), (0, 1), (2, 3), (4,), (5,), (6, 7)]
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(spec=specs(), group=st.sampled_from(GROUPS),
+       into=st.lists(st.tuples(st.integers(0, 3), st.integers(1, 30), WIDTHS, st.integers(0, 1)), min_size=1,
+                     max_size=4),
+       out=st.lists(st.tuples(st.integers(4, 7), st.sampled_from(TARGETS), st.integers(1, 40), WIDTHS,
+                              st.integers(0, 1)), min_size=1, max_size=4))
+def test_group_bound_is_below_every_schedule_of_multicasts_and_sends_sharing_memory(
+        spec: Spec, group: tuple[int, ...], into: list, out: list) -> None:
+    """Multicasts from tiles 0-3 into a set of tiles 4-7 and sends from tiles 4-7, every
+    buffer in one of two slots of memory (one element or two, by the spec's element size),
+    where the group bound's memory side has most to say: never above CP-SAT's answer."""
+    base = spec.regions[0].start
+    width = lambda src, paired: paired if spec.partner(src) is not None else "never"  # noqa: E731
+    transfers = [Transfer(f"a{k}", src, group, words, dst_addr=base + 64 * slot, paired=width(src, paired))
+                 for k, (src, words, paired, slot) in enumerate(into)]
+    transfers += [Transfer(f"c{k}", src, tuple(x for x in dst if x != src) or (0,), words,
+                           src_addr=base + 64 * slot, paired=width(src, paired))
+                  for k, (src, dst, words, paired, slot) in enumerate(out)]
+    phase = Phase(spec.name, transfers, name="multicasts-and-sends")
+    inst = Instance(phase, spec)
+    found = solve_cpsat(inst, best_greedy(inst)[:2],
+                        SolveParams.of({"time_limit": 20, "workers": 1, "seed": 0}))
+    bound = next(b for b in all_bounds(inst, None) if b.name == "group")
+    assert bound.value <= found.value, (bound, found.status)
+
+
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(spec=specs(), n=st.integers(2, 4), seed=st.integers(0, 10**6), copies=st.integers(1, 2))
 def test_identical_transfers_in_one_order_keep_the_optimum(spec: Spec, n: int, seed: int,

@@ -292,8 +292,10 @@ def group_bound(timings: list[Timing], spec: Spec, groups: int = 300,
     head, plus A's core lengths, plus a length the union of B's windows cannot be below
     (`_Receives.union`): the lanes behind the multicast, e.g. a tile pair that feeds the
     columns crossing a row, add to the row's own load where every single lane sees one or
-    the other. The sets tried are the `groups` heaviest destination sets of multicasts, best
-    first by what each could reach at most; `enough()` may end the search."""
+    the other. The same holds on R's memory (`_Receives.reads`): where every transfer of A
+    writes an element that R's own sends read, those reads avoid A's writes. The sets tried
+    are the `groups` heaviest destination sets of multicasts, best first by what each could
+    reach at most; `enough()` may end the search."""
     load: dict[tuple[int, ...], int] = defaultdict(int)
     for tm in timings:
         if len(tm.arrival) > 1:
@@ -301,18 +303,20 @@ def group_bound(timings: list[Timing], spec: Spec, groups: int = 300,
     if not load:
         return Bound("group", 0, "no multicasts")
     rc = _Receives(timings, spec)
-    tried = []
+    tried = []  # (what it can reach at most, R, the least head, A's cores, the others, ...)
     for r, _ in sorted(load.items(), key=lambda kv: (-kv[1], kv[0]))[:groups]:
-        head, total, b_set, s = rc.split(np.array(r))
-        tried.append((head + total + int(rc.most[b_set].max(initial=0)), r, head, total, b_set, s))
+        for head, total, b_set, s, extra, what in (rc.split(np.array(r)), rc.reads(np.array(r))):
+            if extra is not None:
+                tried.append((head + total + int(rc.most[b_set].max(initial=0)), r, head, total, b_set, s,
+                              extra, what))
     best = Bound("group", 0, "")
-    for reach, r, head, total, b_set, s in sorted(tried, key=lambda t: (-t[0], t[1])):
+    for reach, r, head, total, b_set, s, extra, what in sorted(tried, key=lambda t: (-t[0], t[1], t[-1])):
         if reach <= best.value or (enough is not None and enough()):
             break
-        v = head + total + rc.union(b_set, s)
+        v = head + total + rc.union(b_set, s, extra)
         if v > best.value:
             best = Bound("group", v, f"multicasts into {len(r)} tiles ({r[0]}..{r[-1]}) and "
-                                     f"{len(b_set)} other transfers received there")
+                                     f"{len(b_set)} {what}")
     return best
 
 
@@ -338,6 +342,12 @@ class _Receives:
         self.by_tile = np.argsort(self.tile, kind="stable")
         self.tile_ptr = np.searchsorted(self.tile[self.by_tile], np.arange(int(self.tile.max()) + 2))
         self.most = self._lane_loads()
+        self.hazard = min(spec.exchange.write_hazard, self.lead)
+        self.reading: dict[int, list[int]] = defaultdict(list)  # tile -> its sends that read memory
+        for i, tm in enumerate(timings):
+            if tm.read_elements:
+                self.reading[tm.transfer.src].append(i)
+        self.elements = [(set(tm.read_elements), set(tm.write_elements)) for tm in timings]
 
     def _lane_loads(self) -> np.ndarray:
         """Per transfer, the most any lane it holds carries in all (cheapest widths; a pair's
@@ -354,9 +364,36 @@ class _Receives:
             most[has] = np.maximum(most[has], -(-pairs[self.pair[has]] // 2))
         return most.astype(np.int64)
 
-    def split(self, r: np.ndarray) -> tuple[int, int, np.ndarray, np.ndarray]:
-        """For the tile set r: the least head, A's total core length, B (transfer indices)
-        and each B transfer's window offset s (least arrival into r, less lead)."""
+    def split(self, r: np.ndarray) -> tuple[int, int, np.ndarray, np.ndarray, int | None, str]:
+        """For the tile set r: the least head, A's total core length, B (transfer indices),
+        each B transfer's window offset s (least arrival into r, less lead), the windows'
+        length beyond the payload (the lead) and what B is."""
+        ids, amax, amin, a = self._into(r)
+        core = np.maximum(0, self.dmin[ids[a]] + self.lead - (amax[a] - amin[a]))
+        heads = np.concatenate((amax[a], amin[~a])) - self.lead
+        return (int(heads.min()), int(core.sum()), ids[~a], amin[~a] - self.lead, self.lead,
+                "other transfers received there")
+
+    def reads(self, r: np.ndarray) -> tuple[int, int, np.ndarray, np.ndarray, int | None, str]:
+        """As `split`, on memory: A's writes of an element all of them write hold it on each
+        tile x of r over [S + a_x, S + a_x + d + hazard), those of one tile as far apart as its
+        lane keeps them, so over [S + max a, S + min a + d + min(hazard, lead)) they are
+        disjoint on all of r. Sends from r (C) that read such an element on their own tile
+        read [S + o, S + o + d) outside them. The last write may reach min(hazard, lead) past
+        the horizon: the head is less that. None when no send from r reads what A writes."""
+        ids, amax, amin, a = self._into(r)
+        written = set.intersection(*(self.elements[i][1] for i in ids[a]))
+        c = sorted(j for x in r.tolist() for j in self.reading.get(x, ()) if written & self.elements[j][0])
+        if not c:
+            return 0, 0, ids[:0], ids[:0], None, ""
+        core = np.maximum(0, self.dmin[ids[a]] + self.hazard - (amax[a] - amin[a]))
+        head = min(int(amax[a].min()), self.o) - self.hazard
+        return (head, int(core.sum()), np.array(c, dtype=np.int64), np.full(len(c), self.o), 0,
+                "sends from there reading what they write")
+
+    def _into(self, r: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """The transfers received on r, each one's latest and earliest arrival there, and
+        whether it reaches all of r (A)."""
         lo, hi = self.tile_ptr[r], self.tile_ptr[r + 1]
         idx = self.by_tile[np.concatenate([np.arange(a, b) for a, b in zip(lo, hi, strict=True)])]
         who, arr = self.who[idx], self.arr[idx]
@@ -366,13 +403,10 @@ class _Receives:
         ids = who[first]
         count = np.diff(np.concatenate((first, [len(who)])))
         amax, amin = np.maximum.reduceat(arr, first), np.minimum.reduceat(arr, first)
-        a = count == len(r)
-        core = np.maximum(0, self.dmin[ids[a]] + self.lead - (amax[a] - amin[a]))
-        heads = np.concatenate((amax[a], amin[~a])) - self.lead
-        return int(heads.min()), int(core.sum()), ids[~a], amin[~a] - self.lead
+        return ids, amax, amin, count == len(r)
 
-    def union(self, b_set: np.ndarray, s: np.ndarray) -> int:
-        """A length the union of the windows [S + s, S + s + lead + d) of `b_set` cannot be
+    def union(self, b_set: np.ndarray, s: np.ndarray, extra: int) -> int:
+        """A length the union of the windows [S + s, S + s + extra + d) of `b_set` cannot be
         below. On each lane the transfers hold (a transmit lane from S for o + d, a receive
         lane from S + a_x - lead for lead + d, a tile pair's two transmit lanes with a paired
         send holding both) their lane windows are disjoint; each window, shortened by the
@@ -386,7 +420,7 @@ class _Receives:
         first = self.ptr[b_set] - np.cumsum(np.concatenate(([0], fan[:-1])))
         rows = np.repeat(first, fan) + np.arange(fan.sum())  # their receives, in order
         rep = np.repeat(np.arange(len(b_set)), fan)
-        best = int(lead + self.dmin[b_set].max())
+        best = int(extra + self.dmin[b_set].max())
         has = self.pair[b_set] >= 0
         for lane, at, shift, base, paired in (
                 (self.src[b_set], slice(None), s, o, False),
@@ -396,7 +430,7 @@ class _Receives:
                 continue
             top = np.full(int(lane.max()) + 1, np.iinfo(np.int64).min)
             np.maximum.at(top, lane, shift)
-            room = lead + shift - top[lane]
+            room = extra + shift - top[lane]
             do, dp = self.d_ord[b_set][at], self.d_pair[b_set][at]
             m_ord = np.maximum(0, np.minimum(base + do, do + room))
             m_pair = np.maximum(0, np.minimum(base + dp, dp + room))
