@@ -11,7 +11,7 @@ from ipuopt.exchange.instance import Instance
 from ipuopt.exchange.schedule import Schedule
 from ipuopt.exchange.validate import validate
 from ipuopt.params import SolveParams
-from ipuopt.result import Status
+from ipuopt.result import Result, Status
 from ipuopt.spec import load_spec
 from ipuopt.workloads.gemm import GemmLayout
 from ipuopt.workloads.phases import generate
@@ -93,3 +93,25 @@ def test_auto_justifies_a_fragmented_phase_before_its_boxes(phases) -> None:
     methods = r.extras["methods"]
     assert methods.index("justify") + 1 == methods.index("coarse"), methods
     assert _valid(phase, spec, r.solution) == r.value <= inst.horizon(hint)
+
+
+def test_auto_never_reports_an_incumbent_worse_than_its_best(phases, monkeypatch) -> None:
+    """A stage searching from elsewhere (coarse's blocks start from their own greedy) may
+    report schedules worse than auto's best: the progress lines show auto's best instead."""
+    import ipuopt.exchange.auto as auto
+    from ipuopt.exchange.auto import Stage
+
+    spec, found = phases
+    inst = Instance(next(p for p in found if p.name == "gemm2-reduction"), spec)
+    hint = best_greedy(inst)[:2]
+    best = inst.horizon(hint)
+
+    def worse(inst, hint, params, progress):
+        progress({"incumbent": best + 100, "bound": 0})
+        return Result(Status.FALLBACK, hint, best, 0, solver="worse")
+
+    monkeypatch.setattr(Stage, "method", lambda self: worse)
+    monkeypatch.setattr(auto, "pipeline", lambda inst, limit, part=False: (Stage("worse", 1.0),))
+    heard: list[dict] = []
+    solve_auto(inst, hint, SolveParams(5), heard.append)
+    assert [e["incumbent"] for e in heard if "incumbent" in e] == [best]

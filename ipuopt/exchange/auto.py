@@ -111,13 +111,19 @@ def solve_auto(inst: Instance, hint: Solution, params: SolveParams,
     limit, t0 = params.budget(), time.perf_counter()
     best = Result(Status.FALLBACK, hint, inst.horizon(hint), inst.bound, solver="greedy")
     bound, ran, extras = inst.bound, [], {}
+
+    def told(event: dict) -> None:  # a stage's best (coarse's blocks, say) may be worse than auto's
+        progress({**event, "incumbent": min(event["incumbent"], best.value)}  # type: ignore[misc]
+                 if "incumbent" in event else event)
+
     for stage in pipeline(inst, limit, part):
         if params.stop.is_set() or best.status == Status.OPTIMAL:
             break
         if progress is not None:
             progress({"stage": f"auto: {stage.name}"})
         left = max(0.0, limit - (time.perf_counter() - t0))
-        found = stage.method()(inst, best.solution, params.with_(time_limit=stage.share * left), progress)
+        found = stage.method()(inst, best.solution, params.with_(time_limit=stage.share * left),
+                               told if progress is not None else None)
         ran.append(stage.name)
         bound = max(bound, found.bound or 0)
         if found.status == Status.FALLBACK or found.solution is None:
