@@ -206,7 +206,9 @@ def dependency_bound(timings: list[Timing], phase: Phase) -> Bound:
         tm = timings[i]
         done = heads[i] + min(tm.end_offset(w) for w in tm.widths)
         if done > best.value:
-            best = Bound("dependency", done, f"chain ending at transfer {tm.transfer.id}")
+            where = f"chain ending at transfer {tm.transfer.id}" if tm.transfer.after else \
+                f"transfer {tm.transfer.id} alone"
+            best = Bound("dependency", done, where)
     return best
 
 
