@@ -287,12 +287,7 @@ def test_group_bound_is_below_every_schedule_of_rows_and_columns(spec: Spec, pic
     or, when 20 s do not prove it, the schedule it found)."""
     transfers = [Transfer(f"t{k}", src, dst, words, paired="allowed" if pair else "never")
                  for k, (src, dst, words, pair) in enumerate(picks)]
-    phase = Phase(spec.name, transfers, name="rows-and-columns")
-    inst = Instance(phase, spec)
-    found = solve_cpsat(inst, best_greedy(inst)[:2],
-                        SolveParams.of({"time_limit": 20, "workers": 1, "seed": 0}))
-    bound = next(b for b in all_bounds(inst, None) if b.name == "group")
-    assert bound.value <= found.value, (bound, found.status)
+    _group_below_cpsat(Phase(spec.name, transfers, name="rows-and-columns"), spec)
 
 
 def test_group_bound_sees_sends_that_read_what_the_multicasts_write() -> None:
@@ -336,7 +331,10 @@ def test_group_bound_is_below_every_schedule_of_multicasts_and_sends_sharing_mem
     transfers += [Transfer(f"c{k}", src, tuple(x for x in dst if x != src) or (0,), words,
                            src_addr=base + 64 * slot, paired=width(src, paired))
                   for k, (src, dst, words, paired, slot) in enumerate(out)]
-    phase = Phase(spec.name, transfers, name="multicasts-and-sends")
+    _group_below_cpsat(Phase(spec.name, transfers, name="multicasts-and-sends"), spec)
+
+
+def _group_below_cpsat(phase: Phase, spec: Spec) -> None:
     inst = Instance(phase, spec)
     found = solve_cpsat(inst, best_greedy(inst)[:2],
                         SolveParams.of({"time_limit": 20, "workers": 1, "seed": 0}))
