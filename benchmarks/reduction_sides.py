@@ -1,6 +1,7 @@
 """Which side of a reduction's gap is weak: proofs on its binding group's first rounds.
 
     .venv/bin/python benchmarks/reduction_sides.py PHASE [--rounds 1,2,3] [--time-limit 60] [--tile N]
+        [--paired]
 
 A reduction's tiles fall into groups that exchange partials among themselves (`tile_groups`).
 Take the group of the tile the phase's best bound names, and in it the first k fragments
@@ -10,7 +11,8 @@ bound of ours, CP-SAT's horizon and proven bound (one worker, seed 0). Then the 
 group: its bound, the greedy, CP-SAT and `periodic` in the same time. When the proven
 optimum per round grows faster than our bound per round, the bound is weak on this group;
 when the group's schedules stay above what the rounds' optimum extrapolates to, so is the
-schedule.
+schedule. With `--paired`, the group also holds the groups its tiles' pair partners are in
+(a paired send borrows the partner's lane: what one group sends slows the other).
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ def main() -> None:
     ap.add_argument("--rounds", default="1,2,3", help="comma-separated k values")
     ap.add_argument("--time-limit", type=float, default=60.0)
     ap.add_argument("--tile", type=int, help="a tile of the group (default: the one the best bound names)")
+    ap.add_argument("--paired", action="store_true", help="with the groups the pair partners' lanes link")
     args = ap.parse_args()
     phase, spec = load_phase(args.phase)
     whole = Instance(phase, spec)
@@ -50,7 +53,7 @@ def main() -> None:
     lanes = receive_lane_bounds(whole.timings, spec)
     tile = args.tile if args.tile is not None else int(named_tile.group(1)) if named_tile else max(
         lanes, key=lambda x: (lanes[x], -x))  # a bound that names no tile: the busiest receive lane
-    group = next(g for g in tile_groups(whole.timings) if any(
+    group = next(g for g in tile_groups(whole.timings, paired=args.paired) if any(
         tile == x for i in g for x in (whole.timings[i].transfer.src, *whole.timings[i].transfer.dst)))
     transfers = [whole.timings[i].transfer for i in group]
     tiles = sorted({t.src for t in transfers})

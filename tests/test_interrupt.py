@@ -330,3 +330,34 @@ def test_lns_hears_ctrl_c_while_it_sets_up(monkeypatch) -> None:
     got = lns.solve_lns(inst, hint, params)
     assert got.status == "fallback" and got.solution == hint and got.extras["lns_steps"] == 0
     assert len(calls) <= 4096 + 10 < len(inst.timings)
+
+
+@pytest.fixture(scope="module")
+def dense(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """500 random transfers among 12 tiles on gc200: its clique search takes seconds (17 s here)."""
+    from ipuopt.exchange.random_phase import random_phase
+    from ipuopt.io import write_document
+    from ipuopt.spec import load_spec
+
+    path = tmp_path_factory.mktemp("dense") / "dense.json"
+    write_document(path, random_phase(load_spec("gc200"), 500, seed=0, tiles=12).to_dict())
+    return path
+
+
+def test_ctrl_c_in_the_bounds_prints_every_bound_found_so_far(dense: Path) -> None:
+    r, took = _interrupt_at(["bounds", str(dense)], "stage bounds", hold="bounds")
+    assert r.returncode == 130 and took < 5, (r.returncode, took, r.stderr[-500:])
+    assert "interrupted: the searches ended early" in r.stderr and "Traceback" not in r.stderr
+    names = [line.split()[0] for line in r.stdout.splitlines()]
+    assert names[-1] == "best" and {"endpoint", "group", "clique"} <= set(names)
+
+
+def test_a_time_limit_holds_for_the_bounds(dense: Path) -> None:
+    """The searches end by the limit (loading counted) and what they found is printed."""
+    t0 = time.perf_counter()
+    r = run_cli("bounds", str(dense), "--time-limit", "2", "--json")
+    took = time.perf_counter() - t0
+    assert r.returncode == 0, r.stderr
+    assert took <= 1.05 * 2 + 2, took
+    doc = json.loads(r.stdout)
+    assert doc["best"] == max(b["value"] for b in doc["bounds"]) > 0 and "interrupted" not in doc

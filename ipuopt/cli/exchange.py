@@ -22,7 +22,17 @@ from ipuopt.cli.app import (
     app,
 )
 from ipuopt.cli.options import check_export, check_out, exchange_params, write_export
-from ipuopt.cli.terminal import ProgressLines, interrupted, json_doc, pct, plural, reclaim_stdout, solver_log
+from ipuopt.cli.terminal import (
+    ProgressLines,
+    err,
+    exit_now,
+    interrupted,
+    json_doc,
+    pct,
+    plural,
+    reclaim_stdout,
+    solver_log,
+)
 from ipuopt.errors import InputError
 from ipuopt.exchange.bounds import all_bounds, best_bound
 from ipuopt.exchange.instance import Instance
@@ -32,8 +42,9 @@ from ipuopt.exchange.solve import solve
 from ipuopt.exchange.validate import validate
 from ipuopt.export import FORMS
 from ipuopt.io import read_document, write_document
+from ipuopt.params import SolveParams, run_interruptible
 from ipuopt.registry import method
-from ipuopt.result import Result
+from ipuopt.result import Bound, Result
 
 
 def _print_result(res: Result, spec_clock: float, sync: int) -> None:
@@ -111,19 +122,38 @@ def solve_cmd(
 @app.command("bounds")
 def bounds_cmd(phase: Annotated[Path, typer.Argument(help="Phase file or bundled example name.")],
                spec: SpecOpt = None,
-               json_out: JsonOpt = False) -> None:
-    """Lower bounds on the phase's optimal horizon, each by name."""
+               time_limit: Annotated[float | None, typer.Option(help=(
+                   "Seconds, wall-clock, for the whole command: the group and clique searches end "
+                   "early, and what they found still bounds the phase (default: no limit)."))] = None,
+               json_out: JsonOpt = False,
+               quiet: QuietOpt = False) -> None:
+    """Lower bounds on the phase's optimal horizon, each by name. Ctrl-C ends the searches
+    early: the bounds found so far are printed (each still holds) and the exit code is 130."""
+    params = SolveParams(time_limit=time_limit)
+    params.start_clock(None, since=START)
     ph, sp = load_phase(phase, spec)
-    bounds = all_bounds(Instance(ph, sp), None)
+    inst = Instance(ph, sp)
+    with ProgressLines(quiet, "bounds") as progress:
+        def work() -> list[Bound]:
+            progress({"stage": "bounds"})
+            return all_bounds(inst, params.stop.is_set)
+
+        bounds, stopped = run_interruptible(work, params.stop)
+    if bounds is None:
+        interrupted(None, "none", None)
     best = best_bound(bounds)
     if json_out:
         print(json.dumps({"phase": ph.name, "spec": sp.name, "transfers": len(ph.transfers),
-                          "bounds": [b.to_dict() for b in bounds], "best": best.value}, indent=1))
-        return
-    w = max(len(b.name) for b in [*bounds, best])
-    for b in bounds:
-        print(f"{b.name:<{w}} {b.value:>10}  {b.where}")
-    print(f"{'best':<{w}} {best.value:>10}  ({best.name})")
+                          "bounds": [b.to_dict() for b in bounds], "best": best.value,
+                          **({"interrupted": True} if stopped else {})}, indent=1))
+    else:
+        w = max(len(b.name) for b in [*bounds, best])
+        for b in bounds:
+            print(f"{b.name:<{w}} {b.value:>10}  {b.where}")
+        print(f"{'best':<{w}} {best.value:>10}  ({best.name})")
+    if stopped:
+        err("interrupted: the searches ended early; every bound printed still holds")
+        exit_now(130)
 
 
 @app.command("validate")
