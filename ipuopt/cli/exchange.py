@@ -139,8 +139,9 @@ def bounds_cmd(phase: Annotated[Path, typer.Argument(help="Phase file or bundled
             return all_bounds(inst, params.stop.is_set)
 
         bounds, stopped = run_interruptible(work, params.stop)
-    if bounds is None:
-        interrupted(None, "none", None)
+    if bounds is None:  # they did not end within the grace after Ctrl-C
+        err("interrupted: before the bounds were found; nothing printed")
+        exit_now(130)
     best = best_bound(bounds)
     if json_out:
         print(json.dumps({"phase": ph.name, "spec": sp.name, "transfers": len(ph.transfers),
