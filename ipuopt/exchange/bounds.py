@@ -9,6 +9,7 @@ from __future__ import annotations
 import heapq
 from collections import defaultdict
 from collections.abc import Callable
+from functools import cached_property
 
 import numpy as np
 
@@ -307,7 +308,8 @@ def group_bound(timings: list[Timing], spec: Spec, groups: int = 300,
     rc = _Receives(timings, spec)
     tried = []  # (what it can reach at most, R, the least head, A's cores, the others, ...)
     for r, _ in sorted(load.items(), key=lambda kv: (-kv[1], kv[0]))[:groups]:
-        for head, total, b_set, s, extra, what in (rc.split(np.array(r)), rc.reads(np.array(r))):
+        into = rc.into(np.array(r))
+        for head, total, b_set, s, extra, what in (rc.split(into), rc.reads(r, into)):
             if extra is not None:
                 tried.append((head + total + int(rc.most[b_set].max(initial=0)), r, head, total, b_set, s,
                               extra, what))
@@ -345,11 +347,16 @@ class _Receives:
         self.tile_ptr = np.searchsorted(self.tile[self.by_tile], np.arange(int(self.tile.max()) + 2))
         self.most = self._lane_loads()
         self.hazard = min(spec.exchange.write_hazard, self.lead)
-        self.reading: dict[int, list[int]] = defaultdict(list)  # tile -> its sends that read memory
-        for i, tm in enumerate(timings):
+        self.timings = timings
+
+    @cached_property
+    def reading(self) -> dict[int, list[int]]:
+        """Per tile, its sends that read memory (`reads`)."""
+        out: dict[int, list[int]] = defaultdict(list)
+        for i, tm in enumerate(self.timings):
             if tm.read_elements:
-                self.reading[tm.transfer.src].append(i)
-        self.elements = [(set(tm.read_elements), set(tm.write_elements)) for tm in timings]
+                out[tm.transfer.src].append(i)
+        return out
 
     def _lane_loads(self) -> np.ndarray:
         """Per transfer, the most any lane it holds carries in all (cheapest widths; a pair's
@@ -366,26 +373,28 @@ class _Receives:
             most[has] = np.maximum(most[has], -(-pairs[self.pair[has]] // 2))
         return most.astype(np.int64)
 
-    def split(self, r: np.ndarray) -> tuple[int, int, np.ndarray, np.ndarray, int | None, str]:
-        """For the tile set r: the least head, A's total core length, B (transfer indices),
-        each B transfer's window offset s (least arrival into r, less lead), the windows'
-        length beyond the payload (the lead) and what B is."""
-        ids, amax, amin, a = self._into(r)
+    def split(self, into: tuple[np.ndarray, ...]) -> tuple[int, int, np.ndarray, np.ndarray, int | None, str]:
+        """For a tile set r (`into(r)`): the least head, A's total core length, B (transfer
+        indices), each B transfer's window offset s (least arrival into r, less lead), the
+        windows' length beyond the payload (the lead) and what B is."""
+        ids, amax, amin, a = into
         core = np.maximum(0, self.dmin[ids[a]] + self.lead - (amax[a] - amin[a]))
         heads = np.concatenate((amax[a], amin[~a])) - self.lead
         return (int(heads.min()), int(core.sum()), ids[~a], amin[~a] - self.lead, self.lead,
                 "other transfers received there")
 
-    def reads(self, r: np.ndarray) -> tuple[int, int, np.ndarray, np.ndarray, int | None, str]:
+    def reads(self, r: tuple[int, ...], into: tuple[np.ndarray, ...]
+              ) -> tuple[int, int, np.ndarray, np.ndarray, int | None, str]:
         """As `split`, on memory: A's writes of an element all of them write hold it on each
         tile x of r over [S + a_x, S + a_x + d + hazard), those of one tile as far apart as its
         lane keeps them, so over [S + max a, S + min a + d + min(hazard, lead)) they are
         disjoint on all of r. Sends from r (C) that read such an element on their own tile
         read [S + o, S + o + d) outside them. The last write may reach min(hazard, lead) past
         the horizon: the head is less that. None when no send from r reads what A writes."""
-        ids, amax, amin, a = self._into(r)
-        written = set.intersection(*(self.elements[i][1] for i in ids[a]))
-        c = sorted(j for x in r.tolist() for j in self.reading.get(x, ()) if written & self.elements[j][0])
+        ids, amax, amin, a = into
+        written = set.intersection(*(set(self.timings[i].write_elements) for i in ids[a]))
+        c = sorted(j for x in r for j in self.reading.get(x, ())
+                   if written.intersection(self.timings[j].read_elements))
         if not c:
             return 0, 0, ids[:0], ids[:0], None, ""
         core = np.maximum(0, self.dmin[ids[a]] + self.hazard - (amax[a] - amin[a]))
@@ -393,7 +402,7 @@ class _Receives:
         return (head, int(core.sum()), np.array(c, dtype=np.int64), np.full(len(c), self.o), 0,
                 "sends from there reading what they write")
 
-    def _into(self, r: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    def into(self, r: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """The transfers received on r, each one's latest and earliest arrival there, and
         whether it reaches all of r (A)."""
         lo, hi = self.tile_ptr[r], self.tile_ptr[r + 1]
