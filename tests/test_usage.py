@@ -12,7 +12,7 @@ import pytest
 import typer
 from conftest import DATA, ROOT, run_cli
 
-from ipuopt.cli import app
+from ipuopt.cli import HOME, loaded
 
 
 def _command_paths(cmd: object, prefix: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
@@ -22,7 +22,7 @@ def _command_paths(cmd: object, prefix: tuple[str, ...] = ()) -> list[tuple[str,
     return paths
 
 
-COMMANDS = _command_paths(typer.main.get_command(app))
+COMMANDS = _command_paths(typer.main.get_command(loaded()))
 
 
 def test_every_command_is_walked() -> None:
@@ -38,6 +38,25 @@ def test_help_of_every_command(path: tuple[str, ...]) -> None:
     assert r.returncode == 0, r.stderr
     assert "Usage:" in r.stdout and "Traceback" not in r.stderr + r.stdout
     assert "<bool>" not in r.stdout  # flags take no value
+
+
+def test_each_command_loads_its_own_module_alone() -> None:
+    """`HOME` names the module of every command (a command left out would still work, with every
+    module loaded), and `ipuopt place` does not import the exchange commands and their bounds."""
+    click_app = typer.main.get_command(loaded())
+    homes = {name: cmd.callback.__module__ if cmd.callback else None
+             for name, cmd in click_app.commands.items()}
+    for name, module in homes.items():
+        sub = getattr(click_app.commands[name], "commands", {})  # a group: its commands' module
+        module = module or next(iter({c.callback.__module__ for c in sub.values()}))
+        assert module == f"ipuopt.cli.{HOME[name]}", name
+    assert set(HOME) == set(homes)
+    code = ("import sys; from ipuopt.cli import loaded; loaded(['place', '--csv', 'x']); "
+            "print(sorted(m for m in sys.modules\n"
+            "             if m.startswith('ipuopt.cli.') or m == 'ipuopt.exchange.bounds'))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
+    assert out.stdout.split() == ["['ipuopt.cli.app',", "'ipuopt.cli.arena',", "'ipuopt.cli.options',",
+                                  "'ipuopt.cli.terminal']"], out.stdout
 
 
 def test_version() -> None:

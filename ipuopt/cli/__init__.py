@@ -3,23 +3,40 @@
 `app` holds the app and the options commands share, `terminal` what is printed, `options` the
 checks of the command line's own options; one module per problem holds its commands
 (`exchange`, `program`, `layout`, `arena`, `pictures`, `tools`). Importing them registers
-their commands on `app`."""
+their commands on `app`; a command imports its own module alone (`loaded`), so that `ipuopt
+place` does not wait for the exchange bounds' imports (half the command line's start-up)."""
 
 from __future__ import annotations
 
+import importlib
 import os
 import sys
 
-# The command modules, imported for their commands in the order --help lists them.
-# isort: off
-from ipuopt.cli import exchange, program, layout, arena, pictures, tools  # noqa: F401
-# isort: on
+import typer
+
 from ipuopt.cli.app import START, app
 from ipuopt.cli.terminal import STDOUT, err, exit_now
 from ipuopt.errors import InputError
 from ipuopt.params import Interrupted
 
-__all__ = ["START", "app", "main"]
+__all__ = ["START", "app", "loaded", "main"]
+
+MODULES = ("exchange", "program", "layout", "arena", "pictures", "tools")  # in the order --help lists them
+HOME = {"solve": "exchange", "bounds": "exchange", "validate": "exchange", "simulate": "exchange",
+        "gen": "program", "run": "program", "optimize": "program",
+        "layouts": "layout", "layout-problem": "layout", "layout": "layout", "place": "arena",
+        "render": "pictures", "render-arena": "pictures", "compare": "tools", "sweep": "tools",
+        "sweep-report": "tools", "schema": "tools", "specs": "tools", "import": "tools"}  # command -> module
+
+
+def loaded(argv: list[str] | None = None) -> typer.Typer:
+    """`app` with the commands of `argv` registered: the module of the command it names, or
+    every module when it names none or one not known (--help lists them all; a typo's message
+    says what there is)."""
+    name = next((a for a in argv if not a.startswith("-")), None) if argv is not None else None
+    for module in [HOME[name]] if name in HOME else MODULES:
+        importlib.import_module(f"ipuopt.cli.{module}")
+    return app
 
 
 def main() -> None:
@@ -27,7 +44,7 @@ def main() -> None:
     (IPUOPT_DEBUG=1 shows one for an internal error)."""
     STDOUT.append(os.dup(1))
     try:
-        app()
+        loaded(sys.argv[1:])()
     except SystemExit as exc:
         if exc.code == 130:  # typer's word for a Ctrl-C no command caught (loading, a second one)
             err("interrupted: no file written")
