@@ -26,6 +26,7 @@ from ipuopt.layout.candidates import Catalogue
 from ipuopt.layout.moves import Moves
 from ipuopt.layout.problem import LayoutProblem, layout_problem_from_dict
 from ipuopt.layout.pruning import prune, top, undominated
+from ipuopt.layout.ties import tied
 from ipuopt.layout.writing import document
 from ipuopt.params import Stopped
 from ipuopt.spec import Spec
@@ -169,16 +170,16 @@ def _kept(cat: Catalogue, moves: Moves, report: Report, limit: float, exchange: 
     kept = prune(cat, limit, cat.cands)
     for _ in range(8):  # fewer producers: larger move floors, fewer candidates; to a fixed point
         moves.refresh(kept)
-        smaller = prune(cat, limit, kept)
+        smaller, _ = tied(cat, limit, kept)
         say("kept " + ", ".join(f"{k} {len(v)}" for k, v in smaller.items()))
         if sum(map(len, smaller.values())) == sum(map(len, kept.values())):
             break
         kept = smaller
     if exchange == "greedy":  # dominance is judged on the prices the problem will carry
         moves.greedy_own(kept)
-    kept = prune(cat, limit, {name: undominated(cs) for name, cs in kept.items()})
+    kept, ties = tied(cat, limit, {name: undominated(cs) for name, cs in kept.items()})
     say("kept " + ", ".join(f"{k} {len(v)}" for k, v in kept.items()) + "; pricing moves")
-    rows = moves.rows(kept, limit, left)
+    rows = moves.rows(kept, limit, left, ties)
     if exchange == "greedy":
         moves.greedy_rows(rows)
     return kept, rows

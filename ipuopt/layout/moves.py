@@ -15,6 +15,7 @@ from ipuopt.layout.candidates import INPUT_LAYOUT, Cand, Catalogue
 from ipuopt.layout.pricing import Held, input_held, move_bounds, move_floor, output_held
 from ipuopt.layout.pruning import floors_of
 from ipuopt.layout.run_floors import Probes, grid_of, receive_floors
+from ipuopt.layout.ties import Ties
 from ipuopt.params import Stopped
 from ipuopt.workloads.fragments import BOX
 from ipuopt.workloads.geometry import home_needs, operand_needs
@@ -93,8 +94,8 @@ class Moves:
                 self.held[key] = input_held(self.wl, tensor, self.spec)
         return self.held[key]
 
-    def rows(self, cands: dict[str, list[Cand]], limit: float,
-             left: Callable[[], float | None] | None = None) -> list[dict[str, Any]]:
+    def rows(self, cands: dict[str, list[Cand]], limit: float, left: Callable[[], float | None] | None = None,
+             ties: Ties | None = None) -> list[dict[str, Any]]:
         """Priced moves between kept layouts that a plan within `limit` could use. A pair is
         first floored by its runs (`run_floors`), then probed (`probe_needs`: its move's price
         as seen by a few receiving tiles), neither ever above the price: most pairs are ruled
@@ -102,8 +103,9 @@ class Moves:
         The moves out of one held layout are probed and priced together (`move_bounds`), up to
         `BATCH` needs' boxes at a time. With `left` (seconds left, or None), a stage that the
         first pairs' pace shows will not end in time stops at once (`Stopped`) rather than when
-        the time is gone."""
-        todo = list(self._pairs(cands, limit))
+        the time is gone. `ties` (`layout.ties`) tell what a plan through each pair costs
+        besides the move, and the move's floor from the producer's class."""
+        todo = list(self._pairs(cands, limit, ties))
         unpriced = [i for i, row in enumerate(todo) if row[4] is None]
         if limit < math.inf and self.grain != BOX:  # floors counting runs, many pairs a call, rule
             # most pairs out first (a whole box is one transfer: rows are not runs)
@@ -264,7 +266,7 @@ class Moves:
                 np.unique(np.concatenate([held.lo[:, d], held.hi[:, d]])) for d in range(3)])
         return self.held_index[key]
 
-    def _pairs(self, cands: dict[str, list[Cand]], limit: float
+    def _pairs(self, cands: dict[str, list[Cand]], limit: float, ties: Ties | None = None
                ) -> Iterator[tuple[str, str, str, float, int | None]]:
         """(tensor, held layout, need, the plan's least cycles without this move, the move's
         cycles when already priced exactly) of every pair a plan within `limit` could use.
@@ -286,15 +288,20 @@ class Moves:
                     best_c.setdefault(t, {})
                     best_c[t][n] = min(best_c[t].get(n, math.inf), f)  # type: ignore[arg-type]
             for _, t in self.cat.inputs(op):
+                tie = (t, op.name) if ties is not None and (t, op.name) in ties.edges else None
                 if t in self.cat.producer:
                     q = head_of[self.cat.producer[t].name]
-                    best_p: dict[str, int] = {}
+                    best_p: dict[str, float] = {}
                     piece: dict[str, int] = {}  # the most a layout leaves on one tile
                     for i, f in floors[q].items():
                         o = cands[q][i].doc["output"]
-                        best_p[o] = min(best_p.get(o, math.inf), f)  # type: ignore[arg-type]
+                        best_p[o] = min(best_p.get(o, math.inf), f)
                         piece[o] = cands[q][i].doc["why"]["piece"]
                     rest = total - least[q] - least[op.name]
+                    if tie is not None:  # each side at the cheapest plan through it (`layout.ties`)
+                        best_p = {o: ties.producer[tie][o] for o in best_p}
+                        best_c[t] = {n: ties.consumer[tie][n] for n in best_c.get(t, {})}
+                        rest = ties.total
                 else:
                     best_p, rest = {INPUT_LAYOUT: 0}, total - least[op.name]
                     piece = {INPUT_LAYOUT: self.held_of(t, INPUT_LAYOUT).largest()}
@@ -308,8 +315,10 @@ class Moves:
                             continue
                         others = fp + fc - move_lb[(t, n)] + rest
                         cycles = self.exact.get((t, n)) if o == INPUT_LAYOUT else None
-                        if cycles is not None or others + move_floor(
-                                *block[(t, n)], piece[o], self.wl.elem_bytes, self.spec) <= limit:
+                        floor = move_floor(*block[(t, n)], piece[o], self.wl.elem_bytes, self.spec)
+                        if tie is not None:
+                            floor = max(floor, ties.floor(t, op.name, o, n))
+                        if cycles is not None or others + floor <= limit:
                             yield t, o, n, others, cycles  # else this producer's own floor rules it out
 
     def greedy_own(self, cands: dict[str, list[Cand]]) -> None:

@@ -4,6 +4,8 @@ are, and where graph inputs arrive."""
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 
 from ipuopt.spec import Spec
@@ -63,6 +65,22 @@ def operand_needs(wl: Workload, op: Operator, cand: Candidate, which: int, addr:
                 for c, cc in enumerate(nsplit):
                     tiles = tuple(grid_tile(lay, g, r, c, p) for r in range(lay.rows))
                     add_needs(out, wl, view, (bl, kk, cc), tiles, addr, wl.elem_bytes)
+    return out
+
+
+def operand_shapes(wl: Workload, op: Operator, cand: Candidate, which: int) -> set[tuple[int, int]]:
+    """The shapes (rows, the product of the first two dimensions; width) of the stored boxes
+    `operand_needs` gives, without listing them: a block's stored boxes turn on its extents
+    alone (a view box is cut per head unless it spans the head), and each dimension's near
+    equal ranges have at most two."""
+    bsplit, msplit, ksplit, nsplit = splits(wl, op, cand)
+    view = op.inputs[which]
+    shape = wl.tensors[view.tensor].shape
+    out = set()
+    for e0, e1, e2 in itertools.product(*({hi - lo for lo, hi in d} for d in (
+            (bsplit, msplit, ksplit) if which == 0 else (bsplit, ksplit, nsplit)))):
+        for (b0, b1), (r0, r1), (c0, c1) in view.to_stored(((0, e0), (0, e1), (0, e2)), shape):
+            out.add(((b1 - b0) * (r1 - r0), c1 - c0))
     return out
 
 

@@ -1,0 +1,117 @@
+"""Ties (`layout.ties`): a move's floor from the producer's class to a need label is never above
+the move's price; the shapes and classes it reads without listing boxes are those of the boxes;
+and pruning with them leaves out no plan within the limit (every plan of the untied problem
+checked, on small workloads)."""
+
+from __future__ import annotations
+
+import itertools
+import random
+
+import pytest
+from conftest import ROOT
+
+from ipuopt.layout import build
+from ipuopt.layout.candidates import Catalogue
+from ipuopt.layout.moves import Moves
+from ipuopt.layout.pricing import move_bounds, output_held
+from ipuopt.layout.problem import layout_problem_from_dict
+from ipuopt.layout.pruning import groups_of, prune
+from ipuopt.layout.ties import NONE, edges, layout_class, output_class
+from ipuopt.spec import load_spec
+from ipuopt.workloads.fragments import parse_grain
+from ipuopt.workloads.geometry import operand_needs, operand_shapes
+from ipuopt.workloads.workload import load_workload
+
+PROGRAMS = ROOT / "tests" / "data" / "program"
+MICRO, MICRO_MLP, TEST2, TEST4 = (str(PROGRAMS / f"{f}.yaml") for f in (
+    "micro-attention-prepared", "micro-mlp", "test2", "test4"))
+
+
+@pytest.mark.parametrize("workload, chip, grain", [
+    ("mini-mlp", "test64", None), ("mini-mlp", "test64", "256"), ("mini-mlp", "test64", "box"),
+    ("mini-mlp", "gc200", None), ("mini-attention", "test64", None), ("mini-attention", "test64", "12")])
+def test_a_tie_floor_is_never_above_the_move_price(workload: str, chip: str, grain) -> None:
+    wl, spec = load_workload(workload), load_spec(chip)
+    g = parse_grain(grain, spec)
+    cat = Catalogue(wl, spec, 0.5, g, lambda _m: None, lambda: None)
+    moves = Moves(cat)
+    moves.refresh(cat.cands, exact=False)
+    rng = random.Random(0)
+    checked = stronger = 0
+    for e in edges(cat, cat.cands):
+        volume = {c.doc["needs"][e.tensor]: c.moves[e.tensor] for c in cat.cands[e.consumer]}
+        needs = rng.sample(sorted(e.label_of), min(30, len(e.label_of)))
+        for o in rng.sample(sorted(e.class_of), min(8, len(e.class_of))):
+            prices = move_bounds(moves.held_of(e.tensor, o), [moves.needs_of(n) for n in needs],
+                                 wl.elem_bytes, spec, g)
+            floors = [int(e.floor[e.class_of[o], e.label_of[n]]) for n in needs]
+            assert all(f <= p for f, p in zip(floors, prices, strict=True)), (o, needs, floors, prices)
+            checked += len(needs)
+            stronger += sum(f > volume[n] for f, n in zip(floors, needs, strict=True))
+    assert checked >= 200
+    if grain == "box":  # a whole overlap is one transfer: rows are not runs, nothing counted
+        assert stronger == 0
+    else:
+        assert stronger > checked // 4, (stronger, checked)
+
+
+@pytest.mark.parametrize("workload, chip", [("mini-mlp", "test64"), ("mini-attention", "test64"),
+                                            (MICRO, TEST2)])
+def test_shapes_and_classes_are_those_of_the_boxes(workload: str, chip: str) -> None:
+    """`operand_shapes` are the shapes of `operand_needs`' boxes, and `output_class` is the class
+    of the pieces `output_held` lists (outputs stored per head: none)."""
+    wl, spec = load_workload(workload), load_spec(chip)
+    cat = Catalogue(wl, spec, 0.5, None, lambda _m: None, lambda: None)
+    looked = 0
+    for op in cat.ops:
+        if op.kind != "gemm":
+            continue
+        for c in cat.cands[op.name][::max(1, len(cat.cands[op.name]) // 60)]:
+            for which in (0, 1):
+                boxes = [n.box for n in operand_needs(wl, op, c.source, which, 0)]
+                assert operand_shapes(wl, op, c.source, which) == {
+                    ((b1 - b0) * (r1 - r0), c1 - c0) for (b0, b1), (r0, r1), (c0, c1) in boxes}
+            held = layout_class(output_held(wl, op, c.source))
+            assert output_class(wl, op, c.source) == (NONE if op.out.heads else held)
+            looked += 1
+    assert looked >= 10
+
+
+def _untied(cat, limit, cands):
+    return prune(cat, limit, cands), None
+
+
+@pytest.mark.parametrize("workload, chip, within, utilisation", [
+    ("mini-mlp", "test64", 0.15, 0.5), (MICRO, TEST2, 0.3, 0.25), (MICRO_MLP, TEST4, 0.5, 0.25)])
+def test_tied_pruning_leaves_out_no_plan_within_the_limit(monkeypatch, workload, chip, within,
+                                                           utilisation) -> None:
+    """Every plan of the problem built without ties that costs at most the limit is a plan of
+    the tied problem, at the same cycles; and the ties leave candidates out."""
+    wl, spec = load_workload(workload), load_spec(chip)
+    tied_problem, tied_doc = build.build_problem(wl, spec, within=within, min_utilisation=utilisation)
+    monkeypatch.setattr(build, "tied", _untied)
+    loose, loose_doc = build.build_problem(wl, spec, within=within, min_utilisation=utilisation)
+    limit = loose_doc["kept"]["excluded_above"]
+    assert tied_doc["kept"]["excluded_above"] == limit
+    assert sum(tied_doc["kept"]["kept"].values()) < sum(loose_doc["kept"]["kept"].values())
+    tight = layout_problem_from_dict(tied_doc, "tied")
+    within_limit = 0
+    heads = list(groups_of(loose.catalogue))  # in-place operators follow their input's layout
+    for combo in itertools.product(*(loose.operators[h].candidates for h in heads)):
+        choice = dict(zip(heads, combo, strict=True))
+        for name, op in loose.operators.items():
+            if name not in choice:
+                layout = loose.layout_of(op.inputs[0], choice)
+                choice[name] = next((o for o in op.candidates if o.id == layout), None)
+        if None in choice.values():
+            continue
+        cycles = loose.cycles(choice)
+        if cycles is None or cycles > limit:
+            continue
+        within_limit += 1
+        mine = {name: next((o for o in tight.operators[name].candidates if o.id == c.id), None)
+                for name, c in choice.items()}
+        assert None not in mine.values(), choice
+        assert tight.cycles(mine) == cycles
+    assert within_limit > 0
