@@ -279,8 +279,15 @@ def test_a_pricing_that_cannot_end_in_time_stops_at_once():
     assert time.perf_counter() - t0 < 30
     with pytest.raises(Stopped):
         build_problem(wl, spec, within=0.2, left=lambda: 1e-4)
-    _, roomy = build_problem(wl, spec, within=0.2, left=lambda: 1e6)
+    whole, roomy = build_problem(wl, spec, within=0.2, left=lambda: 1e6)
     assert roomy["kept"]["pairs_probed"] > 64 and "partial" not in roomy["kept"]
+    # stopped after the ties: the partial problem's plan comes with the ties' bound on every plan
+    least = doc["kept"]["least_plan"]
+    optimum = plan(whole, "milp", {"workers": 1, "seed": 0}).value
+    assert 0 < least <= optimum
+    res = plan(problem, "milp", {"workers": 1, "seed": 0})
+    assert res.status == "feasible" and res.bound == least <= optimum <= res.value
+    assert f"no plan of the whole problem costs less than {least}" in res.reason
 
 
 def test_listing_the_pairs_to_price_asks_the_clock(monkeypatch):

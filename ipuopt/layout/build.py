@@ -54,11 +54,15 @@ class Report:
     scheduled: int = 0
     seconds: float = 0.0
     partial: int = 0  # the reference's candidates per operator, when the build stopped at them
+    least: float | None = None  # no plan costs less (`ties.Ties.least`), once the ties are made
+
+    def _least(self) -> dict[str, int]:
+        return {} if self.least is None else {"least_plan": math.ceil(self.least)}
 
     def to_dict(self) -> dict[str, Any]:
         if self.partial:
             return {"enumerated": self.enumerated, "kept": self.kept, "partial": self.partial,
-                    "reference_cycles": self.reference, "exchange": "bound",
+                    "reference_cycles": self.reference, **self._least(), "exchange": "bound",
                     "grain": grain_name(self.grain), "rule": (
                         f"partial: the build was stopped, so the problem holds only the {self.partial} "
                         "most promising candidates per operator (by own cycles and input-move floors) "
@@ -67,7 +71,7 @@ class Report:
         return {"enumerated": self.enumerated, "kept": self.kept, "redistribution_rows": self.rows,
                 "pairs_floored": self.pairs_floored, "pairs_probed": self.pairs_probed,
                 "pairs_priced": self.pairs_priced,
-                "reference_cycles": self.reference,
+                "reference_cycles": self.reference, **self._least(),
                 "within": self.within, "exchange": self.exchange,
                 "grain": grain_name(self.grain),
                 **({"phases_scheduled": self.scheduled} if self.exchange == "greedy" else {}),
@@ -170,7 +174,8 @@ def _kept(cat: Catalogue, moves: Moves, report: Report, limit: float, exchange: 
     kept = prune(cat, limit, cat.cands)
     for _ in range(8):  # fewer producers: larger move floors, fewer candidates; to a fixed point
         moves.refresh(kept)
-        smaller, _ = tied(cat, limit, kept)
+        smaller, ties = tied(cat, limit, kept)
+        report.least = ties.least
         say("kept " + ", ".join(f"{k} {len(v)}" for k, v in smaller.items()))
         if sum(map(len, smaller.values())) == sum(map(len, kept.values())):
             break
@@ -178,6 +183,7 @@ def _kept(cat: Catalogue, moves: Moves, report: Report, limit: float, exchange: 
     if exchange == "greedy":  # dominance is judged on the prices the problem will carry
         moves.greedy_own(kept)
     kept, ties = tied(cat, limit, {name: undominated(cs) for name, cs in kept.items()})
+    report.least = max(report.least or 0.0, ties.least)
     say("kept " + ", ".join(f"{k} {len(v)}" for k, v in kept.items()) + "; pricing moves")
     rows = moves.rows(kept, limit, left, ties)
     if exchange == "greedy":

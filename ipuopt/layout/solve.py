@@ -105,9 +105,10 @@ def plan(problem: LayoutProblem, solver: str = "milp", params: SolveParams | dic
     kept = problem.extra.get("kept")
     above = kept.get("excluded_above") if isinstance(kept, dict) else None
     if isinstance(kept, dict) and kept.get("partial"):  # plans left out are not priced at all
-        status, bound = Status.FEASIBLE, None
+        status, bound = Status.FEASIBLE, kept.get("least_plan")
         reason = (f"the problem holds only the {kept['partial']} most promising candidates per operator "
-                  "(its build was stopped): this plan is the best of those")
+                  "(its build was stopped): this plan is the best of those" + (
+                      f"; no plan of the whole problem costs less than {bound}" if bound else ""))
     elif isinstance(above, int) and cycles > above:  # a plan left out of the file may be cheaper
         status = Status.FEASIBLE
         bound = min(bound or cycles, above + 1)

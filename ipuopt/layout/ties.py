@@ -141,6 +141,7 @@ class Ties:
     move's own floor from class to label (`floor`)."""
 
     total: float
+    least: float  # the least plan the ties see: a lower bound on the problem's optimum
     producer: dict[tuple[str, str], dict[str, float]]
     consumer: dict[tuple[str, str], dict[str, float]]
     edges: dict[tuple[str, str], Edge]
@@ -190,6 +191,7 @@ def tied(cat: Catalogue, limit: float, cands: dict[str, list[Cand]]) -> tuple[di
         return value
 
     out: dict[str, list[Cand]] = {}
+    lowest = 0.0  # each group's cheapest plan through it: all alike on a tree
     for h, members in groups.items():
         if tree:
             extra = completion(h, None)
@@ -203,12 +205,13 @@ def tied(cat: Catalogue, limit: float, cands: dict[str, list[Cand]]) -> tuple[di
                     value = msg[(side.k_of if produces else side.key_of)[i]]
                     by_partner[other] = max(by_partner.get(other, 0.0), value)
                 extra[i] += sum(by_partner.values())
+        lowest = max(lowest, total + min(extra.values(), default=math.inf))
         keep = [cands[h][i] for i, x in extra.items() if total + x <= limit]
         out[h] = keep
         labels = {c.doc["output"] for c in keep}
         for m in members[1:]:
             out[m.name] = [c for c in cands[m.name] if c.doc["id"] in labels]
-    ties = Ties(total, {}, {}, {})
+    ties = Ties(total, lowest, {}, {}, {})
     for side in sides:
         e = side.edge
         key = (e.tensor, e.consumer)
