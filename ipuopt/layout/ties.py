@@ -15,9 +15,11 @@ the move's floor together), which rules out the candidates no partner makes chea
 The floor of a need box received by a tile that holds one piece: its rows times the pieces
 each row crosses, less the rows that tile may hold, each a run at the receive lead, plus the
 payload of the elements it does not hold at the fastest width (one run for the whole box when
-the rows may merge: a row within one piece). Never above what `run_floors.receive_floors`
-counts for the same layout's grid, so never above the move's price. At grain `box` a whole
-overlap is one transfer (rows are not runs): no raise.
+the rows may merge: a row within one piece), plus what a transfer costs besides its receive
+lane. It counts no more runs, leads or elements than the busiest receiving tile of the
+priced move (`pricing.move_lanes`), so it is never above the move's price. At grain `box` a
+whole overlap is one transfer (rows are not runs): no raise; nor where the producer stores its
+output per head (a tile holds several pieces).
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ from ipuopt.workloads.gemm import Candidate
 from ipuopt.workloads.geometry import operand_shapes
 from ipuopt.workloads.workload import Operator, Workload
 
-NONE = (0, 0, 0)  # class 0: a layout whose tiles hold more than one piece (or any, at `box`): no raise
+NONE = (0, 0, 0)  # class 0: layouts the floors say nothing of
 
 
 @dataclass(frozen=True)
@@ -268,7 +270,7 @@ class _Side:
 
 
 def _is_forest(nodes: list[str], links: list[tuple[str, str]]) -> bool:
-    """No cycle (two moves between the same groups count as one)."""
+    """No cycle: two moves between the same two groups make one (their partner would count twice)."""
     parent = {n: n for n in nodes}
 
     def root(n: str) -> str:
