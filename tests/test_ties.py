@@ -17,7 +17,7 @@ from ipuopt.layout.moves import Moves
 from ipuopt.layout.pricing import move_bounds, output_held
 from ipuopt.layout.problem import layout_problem_from_dict
 from ipuopt.layout.pruning import groups_of, prune
-from ipuopt.layout.ties import NONE, edges, layout_class, output_class
+from ipuopt.layout.ties import NONE, Ties, edges, layout_class, output_class
 from ipuopt.spec import load_spec
 from ipuopt.workloads.fragments import parse_grain
 from ipuopt.workloads.geometry import operand_needs, operand_shapes
@@ -79,7 +79,7 @@ def test_shapes_and_classes_are_those_of_the_boxes(workload: str, chip: str) -> 
 
 
 def _untied(cat, limit, cands):
-    return prune(cat, limit, cands), None
+    return prune(cat, limit, cands), Ties(0.0, 0.0, {}, {}, {})  # no move tied
 
 
 @pytest.mark.parametrize("workload, chip, within, utilisation", [
