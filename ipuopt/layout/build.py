@@ -5,11 +5,12 @@ Tens of thousands of candidates per GEMM give billions of (output, input) layout
 nothing is priced that a bound shows cannot be part of a plan within `within` of the best
 plan: a candidate costs at least its own cycles plus, per input, the floor of moving that
 input whatever the producer's layout (`pricing.move_floor`), and every other operator at
-least its cheapest such figure. Against a reference plan (the exact optimum of a small
-problem made of each operator's most promising candidates) this drops all but a few
-hundred per operator; candidates alike on every edge are then thinned to those no other
-is at least as good as in cycles, memory and held bytes. The kept problem has the same
-optimum as the whole one (and every plan within `within` of it).
+least its cheapest such figure; and, with the moves between operators floored from both
+their ends (`layout.ties`), the cheapest plan through it. Against a reference plan (the
+exact optimum of a small problem made of each operator's most promising candidates) this
+drops all but a few hundred to a few thousand per operator; candidates alike on every edge
+are then thinned to those no other is at least as good as in cycles, memory and held bytes.
+The kept problem has the same optimum as the whole one (and every plan within `within` of it).
 """
 
 from __future__ import annotations
