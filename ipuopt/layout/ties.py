@@ -25,6 +25,7 @@ output per head (a tile holds several pieces).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -156,57 +157,16 @@ class Ties:
 def tied(cat: Catalogue, limit: float, cands: dict[str, list[Cand]]) -> tuple[dict[str, list[Cand]], Ties]:
     """The candidates that can be part of a plan of at most `limit` cycles: each candidate's
     floor, every other group at its least, and what the moves of the cheapest plan through it
-    cost above the floors already counted. When the groups and their moves form a tree (MLPs,
-    attention blocks) that plan is found exactly by passing, along each move, the cheapest
-    completion of the side behind it; otherwise each candidate is held to its cheapest partner
-    across each move alone (partners in one group: the most any one move raises). With them,
-    the `Ties` of every move for the pairs that can be priced."""
+    cost above the floors already counted (`Cheapest`). With them, the `Ties` of every move for
+    the pairs that can be priced."""
     groups, floors, least, total = floors_of(cat, cands)
-    sides = [_Side.of(e, cands, floors, least) for e in edges(cat, cands)]
-    tree = _is_forest(list(groups), [(s.edge.producer, s.edge.consumer) for s in sides])
-    at: dict[str, list[tuple[_Side, bool]]] = {h: [] for h in groups}  # group -> (move, it produces)
-    for side in sides:
-        at[side.edge.producer].append((side, True))
-        at[side.edge.consumer].append((side, False))
-    base = {h: {i: f - least[h] for i, f in floors[h].items()} for h in groups}
-    memo: dict[tuple[int, bool], np.ndarray] = {}
-
-    def into(side: _Side, to_producer: bool) -> np.ndarray:
-        """The least the other side of `side` adds, per key of the receiving side."""
-        key = (id(side), to_producer)
-        if key not in memo:
-            h = side.edge.consumer if to_producer else side.edge.producer
-            value = completion(h, side) if tree else dict(base[h])
-            memo[key] = side.message(value, from_producer=not to_producer)
-        return memo[key]
-
-    def completion(h: str, skip: _Side | None) -> dict[int, float]:
-        """Each candidate of group h: its floor above the least plus what every move but
-        `skip` adds through the rest of the tree."""
-        value = dict(base[h])
-        for side, produces in at[h]:
-            if side is skip:
-                continue
-            msg, keys = into(side, produces), side.k_of if produces else side.key_of
-            for i in value:
-                value[i] += msg[keys[i]]
-        return value
-
+    sides = [Side.of(e, cands, floors, lambda j, e=e: cands[e.consumer][j].moves[e.tensor])
+             for e in edges(cat, cands)]
+    best = Cheapest({h: {i: f - least[h] for i, f in floors[h].items()} for h in groups}, sides)
     out: dict[str, list[Cand]] = {}
     lowest = 0.0  # each group's cheapest plan through it: all alike on a tree
     for h, members in groups.items():
-        if tree:
-            extra = completion(h, None)
-        else:  # the star: each partner group once, at the most any of its moves adds
-            extra = dict(base[h])
-            for i in extra:
-                by_partner: dict[str, float] = {}
-                for side, produces in at[h]:
-                    other = side.edge.consumer if produces else side.edge.producer
-                    msg = into(side, produces)
-                    value = msg[(side.k_of if produces else side.key_of)[i]]
-                    by_partner[other] = max(by_partner.get(other, 0.0), value)
-                extra[i] += sum(by_partner.values())
+        extra = best.through(h)
         lowest = max(lowest, total + min(extra.values(), default=math.inf))
         keep = [cands[h][i] for i, x in extra.items() if total + x <= limit]
         out[h] = keep
@@ -219,11 +179,63 @@ def tied(cat: Catalogue, limit: float, cands: dict[str, list[Cand]]) -> tuple[di
         key = (e.tensor, e.consumer)
         ties.edges[key] = e
         q, r = e.producer, e.consumer
-        ties.producer[key] = _least({i: cands[q][i].doc["output"] for i in floors[q]},
-                                    completion(q, side) if tree else base[q])
+        ties.producer[key] = _least({i: cands[q][i].doc["output"] for i in floors[q]}, best.behind(q, side))
         ties.consumer[key] = _least({j: cands[r][j].doc["needs"][e.tensor] for j in floors[r]},
-                                    completion(r, side) if tree else base[r])
+                                    best.behind(r, side))
     return out, ties
+
+
+class Cheapest:
+    """The cheapest plan through each candidate: every group's floor above its least (`base`:
+    head -> candidate index -> cycles) plus what the moves (`sides`) raise. When the groups and
+    their moves form a tree (MLPs, attention blocks) that plan is found exactly by passing,
+    along each move, the cheapest completion of the side behind it; otherwise each candidate
+    is held to its cheapest partner across each move alone (partners in one group: the most
+    any one move raises)."""
+
+    def __init__(self, base: dict[str, dict[int, float]], sides: list[Side]) -> None:
+        self.base, self.sides = base, sides
+        self.tree = _is_forest(list(base), [(s.edge.producer, s.edge.consumer) for s in sides])
+        self.at: dict[str, list[tuple[Side, bool]]] = {h: [] for h in base}  # (move, the group produces)
+        for side in sides:
+            self.at[side.edge.producer].append((side, True))
+            self.at[side.edge.consumer].append((side, False))
+        self.memo: dict[tuple[int, bool], np.ndarray] = {}
+
+    def through(self, h: str) -> dict[int, float]:
+        """Each candidate of group h: the cheapest plan through it, less every group's least."""
+        if self.tree:
+            return self.behind(h, None)
+        extra = dict(self.base[h])
+        for i in extra:  # the star: each partner group once, at the most any of its moves adds
+            by_partner: dict[str, float] = {}
+            for side, produces in self.at[h]:
+                other = side.edge.consumer if produces else side.edge.producer
+                value = self._into(side, produces)[(side.k_of if produces else side.key_of)[i]]
+                by_partner[other] = max(by_partner.get(other, 0.0), value)
+            extra[i] += sum(by_partner.values())
+        return extra
+
+    def behind(self, h: str, skip: Side | None) -> dict[int, float]:
+        """Each candidate of group h: its floor above the least plus what every move but
+        `skip` adds through the rest of the tree (its floor alone off a tree)."""
+        value = dict(self.base[h])
+        if not self.tree:
+            return value
+        for side, produces in self.at[h]:
+            if side is not skip:
+                msg, keys = self._into(side, produces), side.k_of if produces else side.key_of
+                for i in value:
+                    value[i] += msg[keys[i]]
+        return value
+
+    def _into(self, side: Side, to_producer: bool) -> np.ndarray:
+        """The least the other side of `side` adds, per key of the receiving side."""
+        key = (id(side), to_producer)
+        if key not in self.memo:
+            h = side.edge.consumer if to_producer else side.edge.producer
+            self.memo[key] = side.message(self.behind(h, side), from_producer=not to_producer)
+        return self.memo[key]
 
 
 def _least(label_of: dict[int, str], value: dict[int, float]) -> dict[str, float]:
@@ -236,10 +248,11 @@ def _least(label_of: dict[int, str], value: dict[int, float]) -> dict[str, float
 
 
 @dataclass
-class _Side:
+class Side:
     """One move as pruning sees it: the producer's head candidates by layout class (`k_of`),
-    the consumer's by (need label, move floor they count already) (`key_of`), and what the
-    move costs above that floor per (class, key) (`extra`)."""
+    the consumer's by (need label, what they count for the move already) (`key_of`), and what
+    the move costs above that per (class, key) (`extra`), times `share` (a program's input
+    phase is the largest of its moves: each of d moves into it raises it by a d-th at least)."""
 
     edge: Edge
     k_of: dict[int, int]
@@ -247,14 +260,15 @@ class _Side:
     extra: np.ndarray
 
     @classmethod
-    def of(cls, e: Edge, cands: dict[str, list[Cand]], floors: dict, least: dict) -> _Side:
+    def of(cls, e: Edge, cands: dict[str, list[Cand]], floors: dict, counted: Callable[[int], int],
+           share: float = 1.0) -> Side:
         q, r = e.producer, e.consumer
         k_of = {i: e.class_of[cands[q][i].doc["output"]] for i in floors[q]}
         keys: dict[tuple[int, int], int] = {}
-        key_of = {j: keys.setdefault((e.label_of[cands[r][j].doc["needs"][e.tensor]],
-                                      cands[r][j].moves[e.tensor]), len(keys)) for j in floors[r]}
-        label, counted = np.array(list(keys), dtype=np.int64).reshape(-1, 2).T
-        return cls(e, k_of, key_of, np.maximum(e.floor[:, label], counted) - counted)
+        key_of = {j: keys.setdefault((e.label_of[cands[r][j].doc["needs"][e.tensor]], counted(j)), len(keys))
+                  for j in floors[r]}
+        label, have = np.array(list(keys), dtype=np.int64).reshape(-1, 2).T
+        return cls(e, k_of, key_of, share * (np.maximum(e.floor[:, label], have) - have))
 
     def message(self, value: dict[int, float], from_producer: bool) -> np.ndarray:
         """The least of `value` (per candidate of the sending side) plus the move, per key of
