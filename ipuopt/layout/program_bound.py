@@ -70,7 +70,6 @@ from ipuopt.layout.pricing import (
     unicast_lanes,
 )
 from ipuopt.layout.row_pairs import RowPairFloors
-from ipuopt.layout.ties import Cheapest, Side, edges
 from ipuopt.params import SolveParams, Stopped
 from ipuopt.spec import Spec
 from ipuopt.workloads.fragments import BOX, Grain, grain_name, lane_work
@@ -217,13 +216,18 @@ def program_bound(wl: Workload, spec: Spec, grain: Grain = None, upper: int | No
     cat.say, cat.check = say, params.stop.check  # a catalogue built earlier answered to its own clock
     prog = _Program(cat)
     moves = Moves(cat)
-    terms, floors, least = own_floors(cat, prog, moves)
+    moves.refresh(cat.cands, exact=False)  # floors valid whatever any producer leaves
     sync = spec.exchange.sync_cycles
-    through = floors if fixed is not None else tied_floors(cat, prog, terms, floors, least)
+    memo: dict[tuple, int] = {}
+    terms = {op.name: [_terms(cat, op, c, moves.largest, memo) for c in cat.cands[op.name]]
+             for op in prog.heads}
+    floors = {op.name: [_floor(t, c, sync) for t, c in zip(terms[op.name], cat.cands[op.name], strict=True)]
+              for op in prog.gemms}
+    least = {g: min(f) for g, f in floors.items()}
     cap, before, old = MAX_CANDIDATES, 0, None
     while True:
         building = time.perf_counter()
-        chosen, out, truncated = _hold(cat, prog, through, least, upper, fixed, min_utilisation, cap)
+        chosen, out, truncated = _hold(cat, prog, floors, least, upper, fixed, min_utilisation, cap)
         taken = {g: [cat.cands[g][i] for i in idx] for g, idx in chosen.items()}
         try:
             moves.refresh({op.name: taken.get(prog.head[op.name], []) if op.kind == "elementwise"
@@ -287,41 +291,6 @@ def program_bound(wl: Workload, spec: Spec, grain: Grain = None, upper: int | No
                         model.split(plan) if plan else [], {g: len(held[g]) for g in floors},
                         {g: len(cat.cands[g]) for g in floors}, len(model.prices) + len(model.phases),
                         rounds, grain, time.perf_counter() - t0)
-
-
-def own_floors(cat: Catalogue, prog: _Program, moves: Moves
-               ) -> tuple[dict[str, list[_Terms]], dict[str, list[int]], dict[str, int]]:
-    """Every head candidate's terms, every GEMM candidate's floor (`_floor`) and each GEMM's
-    least, with each move floored whatever any producer leaves (`moves` refreshed so)."""
-    moves.refresh(cat.cands, exact=False)
-    memo: dict[tuple, int] = {}
-    terms = {op.name: [_terms(cat, op, c, moves.largest, memo) for c in cat.cands[op.name]]
-             for op in prog.heads}
-    sync = cat.spec.exchange.sync_cycles
-    floors = {op.name: [_floor(t, c, sync) for t, c in zip(terms[op.name], cat.cands[op.name], strict=True)]
-              for op in prog.gemms}
-    return terms, floors, {g: min(f) for g, f in floors.items()}
-
-
-def tied_floors(cat: Catalogue, prog: _Program, terms: dict[str, list[_Terms]], floors: dict[str, list[int]],
-                least: dict[str, int]) -> dict[str, list[int]]:
-    """Each GEMM candidate's floor raised to the cheapest plan through it (`ties.Cheapest`),
-    less every other GEMM's least: the moves between GEMMs floored from both their ends. An
-    input phase is the largest of its moves, so each of the d tied moves into it raises it by
-    a d-th of what it adds above the candidate's own phase floor."""
-    gemms = {op.name for op in prog.gemms}
-    tied = [e for e in edges(cat, cat.cands) if e.producer in gemms and e.consumer in gemms]
-    into = {g: sum(e.consumer == g for e in tied) for g in gemms}
-    phase = {g: [_phase(t, c) for t, c in zip(terms[g], cat.cands[g], strict=True)] for g in gemms}
-    index = {g: dict(enumerate(floors[g])) for g in gemms}
-    sides = [Side.of(e, cat.cands, index, phase[e.consumer].__getitem__, 1 / into[e.consumer]) for e in tied]
-    best = Cheapest({g: {i: f - least[g] for i, f in index[g].items()} for g in gemms}, sides)
-    out = {}
-    for g in gemms:
-        extra = best.through(g)
-        # a program takes whole cycles: at least the next whole one above a fraction
-        out[g] = [least[g] + math.ceil(extra[i] - 1e-6) for i in range(len(floors[g]))]
-    return out
 
 
 def _capped(best: float, outside: int | None) -> int:
@@ -546,13 +515,8 @@ def _floor(t: _Terms, c: Cand, sync: int) -> int:
     """What a GEMM candidate adds to any program at least: its input phase (sync and the
     largest of its weight broadcast, its own floors and each operand's move floor), its
     compute, and its reduction phase with its sync."""
-    return sync + _phase(t, c) + t.multiply + t.reduce + ((sync + t.reduction) if t.parts > 1 else 0)
-
-
-def _phase(t: _Terms, c: Cand) -> int:
-    """A GEMM candidate's input phase at least: its weight broadcast, its own floors and each
-    operand's move floor, the largest."""
-    return max([t.weights, t.inflow, *c.moves.values()])
+    phase = max([t.weights, t.inflow, *c.moves.values()])
+    return sync + phase + t.multiply + t.reduce + ((sync + t.reduction) if t.parts > 1 else 0)
 
 
 @dataclass

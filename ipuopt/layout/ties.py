@@ -25,7 +25,6 @@ output per head (a tile holds several pieces).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -160,8 +159,7 @@ def tied(cat: Catalogue, limit: float, cands: dict[str, list[Cand]]) -> tuple[di
     cost above the floors already counted (`Cheapest`). With them, the `Ties` of every move for
     the pairs that can be priced."""
     groups, floors, least, total = floors_of(cat, cands)
-    sides = [Side.of(e, cands, floors, lambda j, e=e: cands[e.consumer][j].moves[e.tensor])
-             for e in edges(cat, cands)]
+    sides = [_Side.of(e, cands, floors) for e in edges(cat, cands)]
     best = Cheapest({h: {i: f - least[h] for i, f in floors[h].items()} for h in groups}, sides)
     out: dict[str, list[Cand]] = {}
     lowest = 0.0  # each group's cheapest plan through it: all alike on a tree
@@ -193,10 +191,10 @@ class Cheapest:
     is held to its cheapest partner across each move alone (partners in one group: the most
     any one move raises)."""
 
-    def __init__(self, base: dict[str, dict[int, float]], sides: list[Side]) -> None:
+    def __init__(self, base: dict[str, dict[int, float]], sides: list[_Side]) -> None:
         self.base, self.sides = base, sides
         self.tree = _is_forest(list(base), [(s.edge.producer, s.edge.consumer) for s in sides])
-        self.at: dict[str, list[tuple[Side, bool]]] = {h: [] for h in base}  # (move, the group produces)
+        self.at: dict[str, list[tuple[_Side, bool]]] = {h: [] for h in base}  # (move, the group produces)
         for side in sides:
             self.at[side.edge.producer].append((side, True))
             self.at[side.edge.consumer].append((side, False))
@@ -216,7 +214,7 @@ class Cheapest:
             extra[i] += sum(by_partner.values())
         return extra
 
-    def behind(self, h: str, skip: Side | None) -> dict[int, float]:
+    def behind(self, h: str, skip: _Side | None) -> dict[int, float]:
         """Each candidate of group h: its floor above the least plus what every move but
         `skip` adds through the rest of the tree (its floor alone off a tree)."""
         value = dict(self.base[h])
@@ -229,7 +227,7 @@ class Cheapest:
                     value[i] += msg[keys[i]]
         return value
 
-    def _into(self, side: Side, to_producer: bool) -> np.ndarray:
+    def _into(self, side: _Side, to_producer: bool) -> np.ndarray:
         """The least the other side of `side` adds, per key of the receiving side."""
         key = (id(side), to_producer)
         if key not in self.memo:
@@ -248,11 +246,10 @@ def _least(label_of: dict[int, str], value: dict[int, float]) -> dict[str, float
 
 
 @dataclass
-class Side:
+class _Side:
     """One move as pruning sees it: the producer's head candidates by layout class (`k_of`),
-    the consumer's by (need label, what they count for the move already) (`key_of`), and what
-    the move costs above that per (class, key) (`extra`), times `share` (a program's input
-    phase is the largest of its moves: each of d moves into it raises it by a d-th at least)."""
+    the consumer's by (need label, move floor they count already) (`key_of`), and what the
+    move costs above that floor per (class, key) (`extra`)."""
 
     edge: Edge
     k_of: dict[int, int]
@@ -260,15 +257,14 @@ class Side:
     extra: np.ndarray
 
     @classmethod
-    def of(cls, e: Edge, cands: dict[str, list[Cand]], floors: dict, counted: Callable[[int], int],
-           share: float = 1.0) -> Side:
+    def of(cls, e: Edge, cands: dict[str, list[Cand]], floors: dict) -> _Side:
         q, r = e.producer, e.consumer
         k_of = {i: e.class_of[cands[q][i].doc["output"]] for i in floors[q]}
         keys: dict[tuple[int, int], int] = {}
-        key_of = {j: keys.setdefault((e.label_of[cands[r][j].doc["needs"][e.tensor]], counted(j)), len(keys))
-                  for j in floors[r]}
-        label, have = np.array(list(keys), dtype=np.int64).reshape(-1, 2).T
-        return cls(e, k_of, key_of, share * (np.maximum(e.floor[:, label], have) - have))
+        key_of = {j: keys.setdefault((e.label_of[cands[r][j].doc["needs"][e.tensor]],
+                                      cands[r][j].moves[e.tensor]), len(keys)) for j in floors[r]}
+        label, counted = np.array(list(keys), dtype=np.int64).reshape(-1, 2).T
+        return cls(e, k_of, key_of, np.maximum(e.floor[:, label], counted) - counted)
 
     def message(self, value: dict[int, float], from_producer: bool) -> np.ndarray:
         """The least of `value` (per candidate of the sending side) plus the move, per key of
