@@ -176,7 +176,7 @@ def _kept(cat: Catalogue, moves: Moves, report: Report, limit: float, exchange: 
     for _ in range(8):  # fewer producers: larger move floors, fewer candidates; to a fixed point
         moves.refresh(kept)
         smaller, ties = tied(cat, limit, kept)
-        report.least = ties.least
+        report.least = max(report.least or 0.0, ties.least)
         say("kept " + ", ".join(f"{k} {len(v)}" for k, v in smaller.items()))
         if sum(map(len, smaller.values())) == sum(map(len, kept.values())):
             break

@@ -94,8 +94,10 @@ def edges(cat: Catalogue, cands: dict[str, list[Cand]]) -> list[Edge]:
             class_of: dict[str, int] = {}
             for c in cands[q]:
                 o = c.doc["output"]
-                if o not in class_of:  # at `box` a whole overlap is one transfer: no runs
-                    kind = output_class(cat.wl, *cat.origin[o]) if cat.grain != BOX else NONE
+                if o not in class_of:  # at `box` a whole overlap is one transfer: no runs; a
+                    # layout no GEMM leaves (a graph input's, passed on in place): not a grid
+                    known = cat.grain != BOX and o in cat.origin
+                    kind = output_class(cat.wl, *cat.origin[o]) if known else NONE
                     class_of[o] = classes.setdefault(kind, len(classes))
             label_of: dict[str, int] = {}
             for c in cands[op.name]:
