@@ -6,15 +6,16 @@ from __future__ import annotations
 
 import itertools
 
+import numpy as np
 import pytest
 from conftest import ROOT
 
 from ipuopt.layout import build
 from ipuopt.layout.candidates import Catalogue
-from ipuopt.layout.pricing import output_held
+from ipuopt.layout.pricing import Held, output_held
 from ipuopt.layout.problem import layout_problem_from_dict
 from ipuopt.layout.pruning import groups_of, prune
-from ipuopt.layout.ties import NONE, Ties, layout_class, output_class
+from ipuopt.layout.ties import NONE, Ties, output_class
 from ipuopt.spec import load_spec
 from ipuopt.workloads.geometry import operand_needs, operand_shapes
 from ipuopt.workloads.workload import load_workload
@@ -22,6 +23,15 @@ from ipuopt.workloads.workload import load_workload
 PROGRAMS = ROOT / "tests" / "data" / "program"
 MICRO, MICRO_MLP, TEST2, TEST4 = (str(PROGRAMS / f"{f}.yaml") for f in (
     "micro-attention-prepared", "micro-mlp", "test2", "test4"))
+
+
+def layout_class(held: Held) -> tuple[int, int, int]:
+    """From the pieces: (widest piece, most rows on a tile, most elements on a tile) when each
+    tile holds one piece at most, else NONE."""
+    if not len(held.tiles) or len(np.unique(held.tiles)) != len(held.tiles):
+        return NONE
+    ext = held.hi - held.lo
+    return int(ext[:, 2].max()), int((ext[:, 0] * ext[:, 1]).max()), int(np.prod(ext, axis=1).max())
 
 
 @pytest.mark.parametrize("workload, chip", [("mini-mlp", "test64"), ("mini-attention", "test64"),

@@ -291,17 +291,17 @@ class Moves:
                 tie = (t, op.name) if ties is not None and (t, op.name) in ties.edges else None
                 if t in self.cat.producer:
                     q = head_of[self.cat.producer[t].name]
-                    best_p: dict[str, float] = {}
-                    piece: dict[str, int] = {}  # the most a layout leaves on one tile
-                    for i, f in floors[q].items():
-                        o = cands[q][i].doc["output"]
-                        best_p[o] = min(best_p.get(o, math.inf), f)
-                        piece[o] = cands[q][i].doc["why"]["piece"]
-                    rest = total - least[q] - least[op.name]
+                    # the most a layout leaves on one tile
+                    piece = {cands[q][i].doc["output"]: cands[q][i].doc["why"]["piece"] for i in floors[q]}
                     if tie is not None:  # each side at the cheapest plan through it (`layout.ties`)
-                        best_p = {o: ties.producer[tie][o] for o in best_p}
+                        best_p, rest = {o: ties.producer[tie][o] for o in piece}, ties.total
                         best_c[t] = {n: ties.consumer[tie][n] for n in best_c.get(t, {})}
-                        rest = ties.total
+                    else:
+                        best_p = {}
+                        for i, f in floors[q].items():
+                            o = cands[q][i].doc["output"]
+                            best_p[o] = min(best_p.get(o, math.inf), f)
+                        rest = total - least[q] - least[op.name]
                 else:
                     best_p, rest = {INPUT_LAYOUT: 0}, total - least[op.name]
                     piece = {INPUT_LAYOUT: self.held_of(t, INPUT_LAYOUT).largest()}

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ipuopt.layout.candidates import Cand, Catalogue
-from ipuopt.layout.pricing import Held, fastest_of
+from ipuopt.layout.pricing import fastest_of
 from ipuopt.layout.pruning import floors_of, groups_of
 from ipuopt.workloads.fragments import BOX
 from ipuopt.workloads.gemm import Candidate
@@ -55,19 +55,11 @@ class Edge:
     floor: np.ndarray
 
 
-def layout_class(held: Held) -> tuple[int, int, int]:
-    """(widest piece, most rows on a tile, most elements on a tile) when each tile holds one
-    piece at most, else NONE."""
-    if not len(held.tiles) or len(np.unique(held.tiles)) != len(held.tiles):
-        return NONE
-    ext = held.hi - held.lo
-    return int(ext[:, 2].max()), int((ext[:, 0] * ext[:, 1]).max()), int(np.prod(ext, axis=1).max())
-
-
 def output_class(wl: Workload, op: Operator, c: Candidate) -> tuple[int, int, int]:
-    """`layout_class` of where GEMM `op` leaves its output in layout `c` (`pricing.output_held`),
-    from its splits alone: each tile holds one piece, and the largest of each dimension's near
-    equal parts meet in one. NONE when the output is stored per head (a piece per head)."""
+    """The class of where GEMM `op` leaves its output in layout `c` (`pricing.output_held`): its
+    widest piece, the most rows and elements one tile holds, from its splits alone (each tile
+    holds one piece, and the largest of each dimension's near equal parts meet in one). NONE
+    when the output is stored per head (a piece per head: a tile holds several)."""
     if op.out.heads:
         return NONE
     batch, m, _, n = wl.gemm_dims(op)
@@ -194,13 +186,14 @@ class Cheapest:
     any one move raises)."""
 
     def __init__(self, base: dict[str, dict[int, float]], sides: list[_Side]) -> None:
-        self.base, self.sides = base, sides
+        self.base = base
         self.tree = _is_forest(list(base), [(s.edge.producer, s.edge.consumer) for s in sides])
         self.at: dict[str, list[tuple[_Side, bool]]] = {h: [] for h in base}  # (move, the group produces)
         for side in sides:
             self.at[side.edge.producer].append((side, True))
             self.at[side.edge.consumer].append((side, False))
         self.memo: dict[tuple[int, bool], np.ndarray] = {}
+        self.behind_memo: dict[tuple[str, int], dict[int, float]] = {}  # (group, id of the move skipped)
 
     def through(self, h: str) -> dict[int, float]:
         """Each candidate of group h: the cheapest plan through it, less every group's least."""
@@ -218,16 +211,20 @@ class Cheapest:
 
     def behind(self, h: str, skip: _Side | None) -> dict[int, float]:
         """Each candidate of group h: its floor above the least plus what every move but
-        `skip` adds through the rest of the tree (its floor alone off a tree)."""
-        value = dict(self.base[h])
+        `skip` adds through the rest of the tree (its floor alone off a tree). Made once per
+        (group, move skipped): the messages and the moves' `Ties` ask for the same ones."""
         if not self.tree:
-            return value
-        for side, produces in self.at[h]:
-            if side is not skip:
-                msg, keys = self._into(side, produces), side.k_of if produces else side.key_of
-                for i in value:
-                    value[i] += msg[keys[i]]
-        return value
+            return self.base[h]
+        key = (h, id(skip))
+        if key not in self.behind_memo:
+            value = dict(self.base[h])
+            for side, produces in self.at[h]:
+                if side is not skip:
+                    msg, keys = self._into(side, produces), side.k_of if produces else side.key_of
+                    for i in value:
+                        value[i] += msg[keys[i]]
+            self.behind_memo[key] = value
+        return self.behind_memo[key]
 
     def _into(self, side: _Side, to_producer: bool) -> np.ndarray:
         """The least the other side of `side` adds, per key of the receiving side."""
