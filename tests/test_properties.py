@@ -7,7 +7,7 @@ import importlib.util
 from dataclasses import replace
 from pathlib import Path
 
-from conftest import HAND_SPEC
+from conftest import DATA, HAND_SPEC
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -15,7 +15,7 @@ from ipuopt.exchange.bounds import all_bounds, best_bound, clique_bound
 from ipuopt.exchange.cpsat import identical_groups, in_order, solve_cpsat
 from ipuopt.exchange.greedy import RULES, best_greedy, greedy_schedule
 from ipuopt.exchange.instance import Instance
-from ipuopt.exchange.phase import Phase, Transfer
+from ipuopt.exchange.phase import Phase, Transfer, load_phase
 from ipuopt.exchange.random_phase import random_phase
 from ipuopt.exchange.schedule import Schedule
 from ipuopt.exchange.solve import solve
@@ -151,6 +151,25 @@ def test_clique_rest_counts_a_pairs_sends() -> None:
     assert max(by_name["clique"], by_name["group"]) <= proven_optimum(phase, spec)
     around = clique_bound(phase_timings(phase, spec), spec, seeds=0)  # the pair's seeds alone
     assert around.value == by_name["clique"] and "tiles 0 and 1" in around.where
+
+
+def test_a_clique_grown_by_its_candidates_conflicts_finds_a_tiles_sends_and_its_pairs_writes() -> None:
+    """Every transfer touching tiles 18 and 19 in one part of siglip-attention's
+    context-redistribution (gc200, default grain): the pair 0, 1 multicasts a long block into
+    every even and every odd tile, and ~290 short two-way multicasts alike in weight conflict
+    with both. Grown by weight alone (the lowest index among equals) the clique around the pair
+    came to 12,035; grown by each candidate's weight of conflicts among the candidates, it is
+    the writes into 18 and 19 with tile 19's sends from the element written (12,910; the
+    group bound sees 10,336). Never above a schedule the validator accepts."""
+    phase, spec = load_phase(DATA / "phases" / "context-redistribution-tiles-18-19.json")
+    inst = Instance(phase, spec)
+    around = clique_bound(inst.timings, spec, seeds=0)  # the pairs' seeds alone
+    assert around.value >= 12_900 and "tiles 0 and 1" in around.where
+    others = [b.value for b in all_bounds(inst, None) if b.name != "clique"]
+    assert around.value >= max(others) + 2_000
+    starts, widths = best_greedy(inst)[:2]
+    report = validate(phase, spec, Schedule(starts, widths))
+    assert report.ok and around.value <= inst.horizon((starts, widths))
 
 
 def test_clique_cores_of_a_stream_keep_its_whole_payload() -> None:

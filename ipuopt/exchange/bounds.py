@@ -9,7 +9,7 @@ from __future__ import annotations
 import heapq
 from collections import defaultdict
 from collections.abc import Callable
-from functools import cached_property
+from functools import cache, cached_property
 
 import numpy as np
 
@@ -494,20 +494,27 @@ def clique_bound(timings: list[Timing], spec: Spec, seeds: int = 300,
             heaviest[src] = i
     pairs = sorted(((min(w[heaviest[a]], w[heaviest[b]]), a, b) for a in heaviest
                     if (b := spec.partner(a)) is not None and a < b and b in heaviest), reverse=True)
-    # (clique, its candidates, the rest kept whatever joins, what it was grown from)
-    starts = [([], nb.of(heaviest[a]) & nb.of(heaviest[b]), (heaviest[a], heaviest[b]),
+    # (clique, its candidates, the rest kept whatever joins, what it was grown from, whether a
+    # member is chosen by its weight among the candidates): the pairs' twice, once each way
+    around = [([], nb.of(heaviest[a]) & nb.of(heaviest[b]), (heaviest[a], heaviest[b]),
                f"around the heaviest sends of tiles {a} and {b}") for _, a, b in pairs[:_PAIR_SEEDS]]
-    starts += [([seed], None, (), f"from {timings[seed].transfer.id}") for seed in order[:seeds]]
+    starts = [(*s, False) for s in around]
+    starts += [([seed], None, (), f"from {timings[seed].transfer.id}", False) for seed in order[:seeds]]
+    starts += [(*s, True) for s in around]
     best = Bound("clique", 0, "")
-    budget, spent = _REST_WORK, 0
+    budget, spent, skipped = _REST_WORK, {False: 0, True: 0}, 0
+    opposite = cache(lambda j: tuple(map(nb.against, held[j])))  # what conflicts with j, per resource
     paths: dict[frozenset, int] = {}  # `_sequence_value`'s, per clique as its nodes see it
     gaps: dict[tuple, int] = {}  # `_gap`'s, per pair of (kind, payload)
     longest: tuple[int, list[int], str] = (0, [], "")  # the final clique longest as a sequence
-    for tried, (clique, cand, fixed, label) in enumerate(starts):
-        if (enough is not None and enough()) or spent > _SEARCH_WORK:
-            cut = f"search cut short after {tried} of {len(starts)} starts"
-            best = Bound("clique", best.value, f"{best.where} ({cut})" if best.where else cut)
+    for tried, (clique, cand, fixed, label, near_first) in enumerate(starts):
+        if enough is not None and enough():
+            skipped += len(starts) - tried
             break
+        if spent[near_first] > (_NEAR_WORK if near_first else _SEARCH_WORK):
+            skipped += 1
+            continue
+        clique = list(clique)  # the pairs' starts are tried twice: each grows its own
         cand = set(nb.of(clique[0]) if cand is None else cand)
         while True:
             if clique and (not cand or (len(cand) <= _REST_MAX and budget > 0 and not fixed)):
@@ -525,15 +532,26 @@ def clique_bound(timings: list[Timing], spec: Spec, seeds: int = 300,
                                               f"{more} {label}")
             if not cand:
                 break
-            if len(cand) > 64:  # weighing every candidate's neighbourhood costs |cand|^2
+            if len(cand) > 64 and near_first:  # each one's weight of conflicts among the
+                # candidates, resource by resource (not pair by pair: |cand|^2)
+                near: dict[tuple, int] = defaultdict(int)
+                for k in cand:
+                    for key in held[k]:
+                        near[key] += w[k]
+                j = max(cand, key=lambda j: (w[j] + sum(map(near.__getitem__, opposite(j))), -j))
+                spent[near_first] += 2 * sum(len(held[k]) for k in cand)
+            elif len(cand) > 64:  # weighing every candidate's neighbourhood costs |cand|^2
                 j = max(cand, key=lambda j: (w[j], -j))
-                spent += len(cand)
+                spent[near_first] += len(cand)
             else:
                 j = max(cand, key=lambda j: (w[j] + sum(w[k] for k in cand & nb.of(j)), -j))
-                spent += len(cand) ** 2
+                spent[near_first] += len(cand) ** 2
             clique.append(j)
-            spent += len(nb.of(j))
+            spent[near_first] += len(nb.of(j))
             cand = cand & nb.of(j)
+    if skipped:
+        cut = f"search cut short: {len(starts) - skipped} of {len(starts)} starts tried"
+        best = Bound("clique", best.value, f"{best.where} ({cut})" if best.where else cut)
     value, members, label = longest
     while members and not (enough is not None and enough()):  # fewer can be longer: drop what
         # shortcuts the path (a short send between a read and a write of one element), alike at once
@@ -562,6 +580,7 @@ _PAIR_SEEDS = 20  # cliques grown around the heaviest sends of this many tile pa
 # of hundreds of thousands of multicast fragments one start can weigh millions (deterministic,
 # unlike a clock: the same phase gets the same bound).
 _SEARCH_WORK = 40_000_000
+_NEAR_WORK = 4_000_000  # the same for the pairs' starts grown by weight among the candidates
 
 
 def _clique_value(timings: list[Timing], uses: list[tuple[tuple[tuple, str, int, int], ...]], kind: list[int],
