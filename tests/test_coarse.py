@@ -115,3 +115,22 @@ def test_auto_never_reports_an_incumbent_worse_than_its_best(phases, monkeypatch
     heard: list[dict] = []
     solve_auto(inst, hint, SolveParams(5), heard.append)
     assert [e["incumbent"] for e in heard if "incumbent" in e] == [best]
+
+
+def test_auto_reports_a_better_schedule_that_a_stage_hands_back_silently(phases, monkeypatch) -> None:
+    """`split` reports nothing of its own: the progress lines kept the greedy's horizon (4,100
+    on siglip-attention's qproj-reduction for 300 s) after it had handed back 2,966."""
+    import ipuopt.exchange.auto as auto
+    from ipuopt.exchange.auto import Stage
+
+    spec, found = phases
+    inst = Instance(next(p for p in found if p.name == "gemm2-reduction"), spec)
+    hint = best_greedy(inst)[:2]
+    better = inst.horizon(hint) - 1
+    quiet = lambda inst, hint, params, progress: Result(  # noqa: E731
+        Status.FEASIBLE, hint, better, 0, solver="quiet")
+    monkeypatch.setattr(Stage, "method", lambda self: quiet)
+    monkeypatch.setattr(auto, "pipeline", lambda inst, limit, part=False: (Stage("quiet", 1.0),))
+    heard: list[dict] = []
+    solve_auto(inst, hint, SolveParams(5), heard.append)
+    assert [e["incumbent"] for e in heard if "incumbent" in e] == [better]

@@ -135,6 +135,8 @@ def solve_auto(inst: Instance, hint: Solution, params: SolveParams,
         if found.value < best.value or found.status == Status.OPTIMAL:
             best = Result(found.status, found.solution, found.value, solver=stage.name)
             inst.keep(best.solution, best.value, f"auto/{stage.name}")
+            if progress is not None:  # not every stage reports what it hands back (split)
+                progress({"incumbent": best.value, "bound": bound})
     if not ran and best.value > bound:  # no stage had time: the greedy is returned as it is
         return Result(Status.FALLBACK, best.solution, best.value, bound, solver="greedy",
                       extras={"reason": f"no time for a stage after the greedy and the bounds "
