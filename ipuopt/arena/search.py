@@ -199,7 +199,10 @@ def _plans(sh: _Shape, orders: tuple[str, ...], seed: int) -> Iterator[_Plan]:
 
     def buffers() -> Iterator[_Plan]:
         ranks = [_rank(o, sh.size, sh.span, sh.max_total, sh.area) for o in orders]
-        limit = base
+        # a buffer a node: a dive that places all n with a few backtracks each needs several
+        # n nodes (K: 2,016 = 4.4 n), so the first round's limit is 8 n, not 2 n (K: 28k
+        # nodes over all streams -> 4.7k; A, C, E, G, I: as many nodes or fewer)
+        limit = 4 * base
         while True:
             for rank in ranks:
                 yield _Plan(rank, False, False, limit, buffers=True)
