@@ -7,6 +7,7 @@ import importlib.util
 from dataclasses import replace
 from pathlib import Path
 
+import pytest
 from conftest import DATA, HAND_SPEC
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -170,6 +171,20 @@ def test_a_clique_grown_by_its_candidates_conflicts_finds_a_tiles_sends_and_its_
     starts, widths = best_greedy(inst)[:2]
     report = validate(phase, spec, Schedule(starts, widths))
     assert report.ok and around.value <= inst.horizon((starts, widths))
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_cliques_grown_among_hundreds_of_candidates_stay_below_a_schedule(seed: int) -> None:
+    """400 random transfers among 10-12 tiles: the pairs' cliques grow among hundreds of
+    candidates, a path the small phases above never take; never above a schedule the
+    validator accepts."""
+    spec = load_spec("gc200")
+    phase = random_phase(spec, 400, seed=seed, tiles=10 + seed, max_fanout=6, p_dep=0.0)
+    inst = Instance(phase, spec)
+    around = clique_bound(inst.timings, spec, seeds=0)
+    starts, widths = best_greedy(inst)[:2]
+    report = validate(phase, spec, Schedule(starts, widths))
+    assert report.ok and 0 < around.value <= report.horizon and "more around" in around.where
 
 
 def test_clique_cores_of_a_stream_keep_its_whole_payload() -> None:
