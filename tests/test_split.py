@@ -5,8 +5,10 @@ stays below the whole phase's proven optimum."""
 from __future__ import annotations
 
 import dataclasses
+import json
 
 import pytest
+from conftest import run_cli
 
 from ipuopt.exchange.auto import pipeline, solve_auto
 from ipuopt.exchange.bounds import all_bounds, best_bound
@@ -17,7 +19,7 @@ from ipuopt.exchange.instance import Instance
 from ipuopt.exchange.phase import Phase
 from ipuopt.exchange.random_phase import random_phase
 from ipuopt.exchange.schedule import Schedule
-from ipuopt.exchange.split import solve_split
+from ipuopt.exchange.split import part_bound, solve_split
 from ipuopt.exchange.validate import validate
 from ipuopt.params import SolveParams
 from ipuopt.result import Status
@@ -100,6 +102,36 @@ def test_alike_parts_are_solved_once_and_take_one_schedule() -> None:
                     for c in range(k, 6, 2)}) == 1
 
     assert found.extras["kinds_solved"] >= 1 and sum(map(alike, (0, 1))) >= found.extras["kinds_solved"]
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_a_parts_proven_bound_bounds_the_phase(seed: int, tmp_path) -> None:
+    """`part`: CP-SAT on one part of the kind that ends last: below the whole phase's proven
+    optimum, and equal to it when the part is proven (the phase's horizon is its longest
+    part's); `ipuopt bounds --parts` prints it with the named bounds, `best` among them."""
+    phase = _copies(seed, 7, 4, kinds=2)
+    inst = Instance(phase, SPEC)
+    params = SolveParams(time_limit=20, workers=1, seed=0)
+    params.start_clock()
+    part = part_bound(inst, params)
+    whole = solve_cpsat(inst, best_greedy(inst)[:2], SolveParams(time_limit=60, workers=1, seed=0))
+    assert whole.status == Status.OPTIMAL, "the whole phase is small enough to prove"
+    assert 0 < part.value <= whole.value
+    if "its optimum" in part.where:
+        assert part.value == whole.value
+    path = tmp_path / "copies.json"
+    path.write_text(json.dumps(phase.to_dict()))
+    r = run_cli("bounds", str(path), "--parts", "--time-limit", "20", "--json")
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    by_name = {b["name"]: b["value"] for b in out["bounds"]}
+    assert 0 < by_name["part"] <= whole.value and out["best"] == max(by_name.values())
+
+
+def test_a_phase_of_one_part_has_no_part_bound() -> None:
+    inst = Instance(random_phase(SPEC, 12, seed=0, tiles=4), SPEC)
+    assert len(inst.parts) == 1
+    assert part_bound(inst, SolveParams(time_limit=5)).value == 0
 
 
 def test_auto_splits_a_large_phase_that_falls_apart_first() -> None:
