@@ -22,7 +22,7 @@ from ipuopt.exchange.cpsat import solve_cpsat
 from ipuopt.exchange.greedy import best_greedy
 from ipuopt.exchange.instance import Instance
 from ipuopt.exchange.phase import load_phase
-from ipuopt.exchange.split import shape
+from ipuopt.exchange.split import kinds_of
 from ipuopt.params import SolveParams
 
 
@@ -35,14 +35,12 @@ def main() -> None:
     args = ap.parse_args()
     phase, spec = load_phase(args.phase)
     inst = Instance(phase, spec)
-    kinds: dict[tuple, list[list[int]]] = {}
-    for part in inst.parts:
-        kinds.setdefault(shape(inst.timings, part), []).append(part)
+    kinds = kinds_of(inst)
     print(f"{phase.name}: {len(inst.timings)} transfers, {len(inst.parts)} parts of {len(kinds)} kinds")
     print(f"{'kind':>4} {'copies':>6} {'transfers':>9} {'bound':>7} {'greedy':>7} {'cpsat':>7} "
           f"{'status':<9} {'proven':>7} {'seconds':>7}")
     horizon = lower = 0
-    for k, parts in enumerate(sorted(kinds.values(), key=len, reverse=True)):
+    for k, parts in enumerate(sorted(kinds, key=len, reverse=True)):
         if args.kind is not None and k != args.kind:
             continue
         sub = Instance.of(spec, [inst.timings[i] for i in parts[0]])

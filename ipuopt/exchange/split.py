@@ -39,6 +39,14 @@ def shape(timings: list[Timing], part: list[int]) -> tuple:
                  for tm in (timings[i] for i in part))
 
 
+def kinds_of(inst: Instance) -> list[list[list[int]]]:
+    """The phase's parts (`Instance.parts`) by kind: parts of one `shape` together."""
+    kinds: dict[tuple, list[list[int]]] = {}
+    for part in inst.parts:
+        kinds.setdefault(shape(inst.timings, part), []).append(part)
+    return list(kinds.values())
+
+
 def solve_split(inst: Instance, hint: Solution, params: SolveParams, progress: Progress | None = None,
                 *, inner: ExchangeMethod) -> Result:
     """`inner` (auto, as auto calls it) on the phase's parts, longest first, each kind once (see
@@ -48,11 +56,8 @@ def solve_split(inst: Instance, hint: Solution, params: SolveParams, progress: P
     if len(found) < 2:
         return Result(Status.FALLBACK, hint, hinted, inst.bound, solver="split",
                       extras={"reason": "one part"})
-    kinds: dict[tuple, list[list[int]]] = {}
-    for part in found:
-        kinds.setdefault(shape(timings, part), []).append(part)
     starts, widths = dict(hint[0]), dict(hint[1])
-    groups = list(kinds.values())
+    groups = kinds_of(inst)
 
     def longest(group: list[list[int]]) -> int:
         return max(horizon_of([timings[i] for i in part], starts, widths) for part in group)
@@ -97,15 +102,11 @@ def solve_split(inst: Instance, hint: Solution, params: SolveParams, progress: P
 def part_bound(inst: Instance, params: SolveParams, progress: Progress | None = None) -> Bound:
     """A part is a sub-phase, so CP-SAT's proven bound on one bounds the whole phase: the part
     of the kind that ends last in its greedy schedule, for the time `params` gives
-    (`ipuopt bounds --parts`). A reduction's five-tile groups are an example: each bound
-    named above sees one element's reads and writes, and CP-SAT proves ~10% more in minutes."""
-    found = inst.parts
-    if len(found) < 2:
+    (`ipuopt bounds --parts`). On a reduction's five-tile groups the named bounds see one
+    element's reads and writes, and CP-SAT proves ~10% more in minutes."""
+    if len(inst.parts) < 2:
         return Bound("part", 0, "the phase is one part")
-    kinds: dict[tuple, list[list[int]]] = {}
-    for part in found:
-        kinds.setdefault(shape(inst.timings, part), []).append(part)
-    groups = list(kinds.values())
+    groups = kinds_of(inst)
     subs = [Instance.of(inst.spec, [inst.timings[i] for i in group[0]]) for group in groups]
     greedy = [best_greedy(sub, stop=params.stop) for sub in subs]
     k = max(range(len(subs)), key=lambda j: (subs[j].horizon(greedy[j][:2]), len(groups[j]), -j))
@@ -115,6 +116,6 @@ def part_bound(inst: Instance, params: SolveParams, progress: Progress | None = 
         progress({"stage": f"part: CP-SAT on one of {copies} alike ({len(sub.timings)} transfers)"})
     got = solve_cpsat(sub, greedy[k][:2], params)
     value = max(got.bound or 0, sub.bound)
-    proven = "its optimum" if got.status == Status.OPTIMAL else f"proven below its best {got.value}"
+    proven = "its optimum" if got.status == Status.OPTIMAL else f"proven, its best schedule {got.value}"
     return Bound("part", value, f"one of {copies} alike parts ({len(sub.timings)} transfers, the "
-                                f"last to end of {len(kinds)} kinds): CP-SAT, {proven}")
+                                f"last to end of {len(groups)} kinds): CP-SAT, {proven}")
