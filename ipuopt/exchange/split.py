@@ -114,7 +114,7 @@ def part_bound(inst: Instance, params: SolveParams, progress: Progress | None = 
     sub.bound = best_bound(all_bounds(sub, params.stop.is_set)).value
     if progress is not None:
         progress({"stage": f"part: CP-SAT on one of {copies} alike ({len(sub.timings)} transfers)"})
-    got = solve_cpsat(sub, greedy[k][:2], params)
+    got = solve_cpsat(sub, greedy[k][:2], params, progress)  # its figures: the part's
     value = max(got.bound or 0, sub.bound)
     proven = "its optimum" if got.status == Status.OPTIMAL else f"proven, its best schedule {got.value}"
     return Bound("part", value, f"one of {copies} alike parts ({len(sub.timings)} transfers, the "
