@@ -352,6 +352,28 @@ def test_ctrl_c_in_the_bounds_prints_every_bound_found_so_far(dense: Path) -> No
     assert names[-1] == "best" and {"endpoint", "group", "clique"} <= set(names)
 
 
+def test_ctrl_c_in_the_part_bound_prints_every_bound_with_what_the_part_has(tmp_path: Path) -> None:
+    """`bounds --parts`: Ctrl-C while CP-SAT works on the part ends it at once; every named
+    bound is printed and the part's own bounds stand for it (each still holds)."""
+    import dataclasses
+
+    from ipuopt.exchange.random_phase import random_phase
+    from ipuopt.io import write_document
+    from ipuopt.spec import load_spec
+
+    one = random_phase(load_spec("gc200"), 40, seed=1, tiles=6).transfers
+    two = [dataclasses.replace(t, id=f"b.{t.id}", src=t.src + 8, dst=tuple(x + 8 for x in t.dst),
+                               after=tuple(f"b.{a}" for a in t.after)) for t in one]
+    path = tmp_path / "two.json"
+    write_document(path, {"spec": "gc200", "name": "two", "transfers": [t.to_dict() for t in one + two]})
+    r, took = _interrupt_at(["bounds", str(path), "--parts", "--time-limit", "600"], "stage part:",
+                            hold="part")
+    assert r.returncode == 130 and took < 5, (r.returncode, took, r.stderr[-500:])
+    assert "interrupted: the searches ended early" in r.stderr and "Traceback" not in r.stderr
+    by_name = {line.split()[0]: int(line.split()[1]) for line in r.stdout.splitlines()}
+    assert by_name["part"] > 0 and by_name["best"] == max(by_name.values())
+
+
 def test_a_time_limit_holds_for_the_bounds(dense: Path) -> None:
     """The searches end by the limit (loading counted) and what they found is printed."""
     t0 = time.perf_counter()
