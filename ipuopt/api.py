@@ -120,9 +120,19 @@ def solve(phase: PhaseLike, spec: Spec | str | None = None, solver: str | None =
     return result
 
 
-def bounds(phase: PhaseLike, spec: Spec | str | None = None) -> list[Bound]:
-    """Every named lower bound on the phase's optimal horizon (each with where it holds)."""
-    return all_bounds(Instance(*load_phase(phase, spec)), None)
+def bounds(phase: PhaseLike, spec: Spec | str | None = None, *, parts: float | None = None) -> list[Bound]:
+    """Every named lower bound on the phase's optimal horizon (each with where it holds);
+    `parts` (seconds): also the `part` bound, CP-SAT on one part of a phase that falls apart
+    for that long (`ipuopt bounds --parts`)."""
+    inst = Instance(*load_phase(phase, spec))
+    found = all_bounds(inst, None)
+    if parts is not None:
+        from ipuopt.exchange.split import part_bound
+
+        params = SolveParams(time_limit=parts)
+        params.start_clock()
+        found.append(part_bound(inst, params))
+    return found
 
 
 def validate(phase: PhaseLike, spec: Spec | str | None, schedule: ScheduleLike,

@@ -10,6 +10,7 @@ import json
 import pytest
 from conftest import run_cli
 
+from ipuopt import api
 from ipuopt.exchange.auto import pipeline, solve_auto
 from ipuopt.exchange.bounds import all_bounds, best_bound
 from ipuopt.exchange.conflicts import parts
@@ -126,6 +127,8 @@ def test_a_parts_proven_bound_bounds_the_phase(seed: int, tmp_path) -> None:
     out = json.loads(r.stdout)
     by_name = {b["name"]: b["value"] for b in out["bounds"]}
     assert 0 < by_name["part"] <= whole.value and out["best"] == max(by_name.values())
+    from_api = {b.name: b.value for b in api.bounds((phase, SPEC), parts=20)}
+    assert 0 < from_api["part"] <= whole.value
 
 
 def test_a_phase_of_one_part_has_no_part_bound() -> None:
