@@ -516,6 +516,7 @@ def clique_bound(timings: list[Timing], spec: Spec, seeds: int = 300,
             continue
         clique = list(clique)  # the pairs' starts are tried twice: each grows its own
         cand = set(nb.of(clique[0]) if cand is None else cand)
+        near: dict[tuple, int] | None = None  # per resource, the candidates' weight there
         while True:
             if clique and (not cand or (len(cand) <= _REST_MAX and budget > 0 and not fixed)):
                 budget -= sum(len(held[i]) for i in clique) + sum(len(held[i]) for i in cand)
@@ -534,10 +535,11 @@ def clique_bound(timings: list[Timing], spec: Spec, seeds: int = 300,
                 break
             if len(cand) > 64 and near_first:  # each one's weight of conflicts among the
                 # candidates, resource by resource (not pair by pair: |cand|^2)
-                near: dict[tuple, int] = defaultdict(int)
-                for k in cand:
-                    for key in held[k]:
-                        near[key] += w[k]
+                if near is None:  # then kept as the candidates shrink
+                    near = defaultdict(int)
+                    for k in cand:
+                        for key in held[k]:
+                            near[key] += w[k]
                 j = max(cand, key=lambda j: (w[j] + sum(map(near.__getitem__, opposite(j))), -j))
                 spent[near_first] += 2 * sum(len(held[k]) for k in cand)
             elif len(cand) > 64:  # weighing every candidate's neighbourhood costs |cand|^2
@@ -548,7 +550,11 @@ def clique_bound(timings: list[Timing], spec: Spec, seeds: int = 300,
                 spent[near_first] += len(cand) ** 2
             clique.append(j)
             spent[near_first] += len(nb.of(j))
-            cand = cand & nb.of(j)
+            kept = cand & nb.of(j)
+            for k in cand - kept if near is not None else ():
+                for key in held[k]:
+                    near[key] -= w[k]
+            cand = kept
     if skipped:
         cut = f"search cut short: {len(starts) - skipped} of {len(starts)} starts tried"
         best = Bound("clique", best.value, f"{best.where} ({cut})" if best.where else cut)
