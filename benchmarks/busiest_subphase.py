@@ -17,6 +17,7 @@ import argparse
 import dataclasses
 import time
 
+from ipuopt.budget import Budget
 from ipuopt.exchange.bounds import all_bounds, receive_lane_bounds
 from ipuopt.exchange.cpsat import solve_cpsat
 from ipuopt.exchange.greedy import best_greedy
@@ -56,7 +57,7 @@ def main() -> None:
         sub.bound = max(b.value for b in all_bounds(sub, None))
         starts, widths, _ = best_greedy(sub)
         t0 = time.perf_counter()
-        res = solve_cpsat(sub, (starts, widths), SolveParams(time_limit=args.time_limit, workers=2, seed=0))
+        res = solve_cpsat(sub, (starts, widths), SolveParams(workers=2, seed=0), Budget(args.time_limit))
         print(f"{k:>5} {len(chosen):>9} {sub.bound:>6} {sub.horizon((starts, widths)):>7} {res.value:>6} "
               f"{res.bound if res.bound is not None else '-':>7} {time.perf_counter() - t0:>5.1f}s",
               flush=True)

@@ -21,6 +21,7 @@ from ortools.sat.python import cp_model
 from public_data import DEFAULT_ROOT, index_rows
 
 from ipuopt.backends.cpsat import race
+from ipuopt.budget import Budget
 from ipuopt.exchange.cpsat import build_model
 from ipuopt.exchange.openshop import openshop_phase, read_openshop
 from ipuopt.exchange.solve import solve
@@ -95,7 +96,7 @@ def decide(args: argparse.Namespace, spec, rows: list[dict[str, str]]) -> None:
         em = build_model(spec, phase_timings(phase, spec), args.decide, break_mirror=not args.no_mirror)
         em.model.clear_objective()
         t0 = time.perf_counter()
-        _, code, _ = race([em.model], SolveParams(workers=args.workers), args.time_limit)
+        _, code, _ = race([em.model], SolveParams(workers=args.workers), Budget(), args.time_limit)
         answer = {cp_model.INFEASIBLE: "refuted", cp_model.OPTIMAL: "schedule found",
                   cp_model.FEASIBLE: "schedule found"}.get(code, "open")
         print(f"{r['name']:<16} T = {args.decide}: {answer} in {time.perf_counter() - t0:.1f}s "

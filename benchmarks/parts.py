@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import time
 
+from ipuopt.budget import Budget
 from ipuopt.exchange.bounds import all_bounds, best_bound
 from ipuopt.exchange.cpsat import solve_cpsat
 from ipuopt.exchange.greedy import best_greedy
@@ -46,10 +47,8 @@ def main() -> None:
         sub = Instance.of(spec, [inst.timings[i] for i in parts[0]])
         sub.bound = best_bound(all_bounds(sub, None)).value
         greedy = best_greedy(sub)[:2]
-        params = SolveParams(time_limit=args.time_limit, workers=args.workers)
-        params.start_clock()
         t0 = time.perf_counter()
-        res = solve_cpsat(sub, greedy, params)
+        res = solve_cpsat(sub, greedy, SolveParams(workers=args.workers), Budget(args.time_limit))
         proven = max(res.bound or 0, sub.bound)
         horizon, lower = max(horizon, res.value), max(lower, proven)
         print(f"{k:>4} {len(parts):>6} {len(parts[0]):>9} {sub.bound:>7} {sub.horizon(greedy):>7} "

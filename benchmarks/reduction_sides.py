@@ -22,6 +22,7 @@ import re
 import time
 from collections import defaultdict
 
+from ipuopt.budget import Budget
 from ipuopt.exchange.bounds import all_bounds, best_bound, receive_lane_bounds
 from ipuopt.exchange.colour import tile_groups
 from ipuopt.exchange.cpsat import solve_cpsat
@@ -70,13 +71,13 @@ def main() -> None:
                 first.append(t)
         sub = _instance(phase, spec, first)
         t0 = time.perf_counter()
-        res = solve_cpsat(sub, best_greedy(sub)[:2], params)
+        res = solve_cpsat(sub, best_greedy(sub)[:2], params, Budget(params.time_limit))
         print(f"{k:>5} {len(first):>9} {sub.bound:>6} {res.value:>6} {res.bound or '-':>7} {res.status:>9} "
               f"{time.perf_counter() - t0:>5.1f}s", flush=True)
     inst = _instance(phase, spec, transfers)
     hint = best_greedy(inst)[:2]
-    cp = solve_cpsat(inst, hint, params)
-    per = solve_periodic(inst, hint, params)
+    cp = solve_cpsat(inst, hint, params, Budget(params.time_limit))
+    per = solve_periodic(inst, hint, params, Budget(params.time_limit))
     print(f"whole group: bound {inst.bound}, greedy {inst.horizon(hint)}, cpsat {cp.value} (proven "
           f"{cp.bound}), periodic {per.value} (periods {per.extras.get('periods')})")
 

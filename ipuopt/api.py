@@ -19,6 +19,7 @@ from ipuopt.arena.problem import load_arena as _load_arena
 from ipuopt.arena.solve import Placement
 from ipuopt.arena.solve import place as _place
 from ipuopt.arena.validate import validate_placement as _validate_placement
+from ipuopt.budget import Budget
 from ipuopt.errors import InputError
 from ipuopt.exchange.bounds import all_bounds
 from ipuopt.exchange.instance import Instance
@@ -113,7 +114,7 @@ def solve(phase: PhaseLike, spec: Spec | str | None = None, solver: str | None =
     ph, sp = load_phase(phase, spec)
     chosen, settings = resolve("exchange", solver, profile=profile, time_limit=time_limit, workers=workers,
                                seed=seed, options=params)
-    result = _solve(ph, sp, chosen.name, settings)
+    result = _solve(ph, sp, chosen.name, settings, budget=Budget(settings.limit(chosen.default_limit)))
     if result.solution is not None:
         result.solution.drawn_on = (ph, sp)  # so a notebook can draw it, titled as `render` does
         result.solution.note = f"{result.solver} {result.status}"
@@ -129,9 +130,7 @@ def bounds(phase: PhaseLike, spec: Spec | str | None = None, *, parts: float | N
     if parts is not None:
         from ipuopt.exchange.split import part_bound
 
-        params = SolveParams(time_limit=parts)
-        params.start_clock()
-        found.append(part_bound(inst, params))
+        found.append(part_bound(inst, SolveParams(), Budget(parts)))
     return found
 
 
@@ -163,7 +162,7 @@ def place(arena: ArenaLike, objective: str = "fit", solver: str = "auto", *, tim
           workers: int | None = None, seed: int | None = None) -> Result[Placement]:
     """Give an arena's buffers offsets (objective fit | peak | conflicts); validated."""
     params = resolve("arena", solver, time_limit=time_limit, workers=workers, seed=seed)[1]
-    return _place(load_arena(arena), objective, solver, params)
+    return _place(load_arena(arena), objective, solver, params, budget=Budget(params.limit()))
 
 
 def validate_placement(arena: ArenaLike, placement: Placement | Result | dict[str, int]) -> Any:
@@ -190,11 +189,10 @@ def select_layouts(problem: LayoutProblem | dict[str, Any] | str | Path, solver:
     from ipuopt.program.rerank import ranker
 
     params = resolve("layout", solver, time_limit=time_limit, workers=workers, seed=seed)[1]
-    if time_limit is not None:
-        params.start_clock()
+    budget = Budget(time_limit)  # without a limit the problem's build has no end
     again = resolve("exchange", rerank) if rerank is not None else None
     return plan_of(problem, spec, solver, params, k, None, width, beam,
-                   ranker(again[0].name, again[1]) if again else None)
+                   ranker(again[0].name, again[1], budget) if again else None, budget=budget)
 
 
 def generate(workload: Workload | str | Path, spec: Spec | str = "gc200",
@@ -223,7 +221,8 @@ def run(workload: Workload | str | Path, spec: Spec | str = "gc200", layouts: di
     chosen, settings = resolve("exchange", solver, profile=profile, time_limit=time_limit, workers=workers,
                                seed=seed, options=params)
     gen = generate(workload, spec, layouts, grain, plan=plan)
-    return RunDocument(run_program(gen, chosen.name, settings).to_dict())
+    budget = Budget(settings.limit(chosen.default_limit))
+    return RunDocument(run_program(gen, chosen.name, settings, budget=budget).to_dict())
 
 
 def optimize(workload: Workload | str | Path, spec: Spec | str = "gc200", *, grain: int | str | None = None,
@@ -241,8 +240,10 @@ def optimize(workload: Workload | str | Path, spec: Spec | str = "gc200", *, gra
     sp = _spec(spec)
     wl = _workload(workload)
     params = SolveParams(time_limit)
-    with Cells(None, cluster, workers, params.stop) as cells:
-        return RunDocument(_optimize(wl, sp, parse_grain(grain, sp, "grain"), k, params, cells=cells))
+    budget = Budget(params.limit())
+    with Cells(None, cluster, workers, budget) as cells:
+        return RunDocument(_optimize(wl, sp, parse_grain(grain, sp, "grain"), k, params, cells=cells,
+                                     budget=budget).to_dict())
 
 
 def render_schedule(phase: PhaseLike, spec: Spec | str | None, schedule: ScheduleLike,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from ipuopt.budget import Budget
 from ipuopt.exchange.auto import solve_auto
 from ipuopt.exchange.coarse import block_timing, blocks, solve_coarse, unrolled
 from ipuopt.exchange.greedy import best_greedy
@@ -60,8 +61,7 @@ def test_coarse_beats_the_fragment_greedy_and_keeps_the_phase_bound(phases) -> N
     inst = Instance(phase, spec, bound=7)
     hint = best_greedy(inst)[:2]
     told: list[dict] = []
-    r = solve_coarse(inst, hint, SolveParams.of({"time_limit": 10, "workers": 1, "seed": 0}),
-                     told.append, inner=solve_auto)
+    r = solve_coarse(inst, hint, SolveParams(workers=1, seed=0), Budget(10), told.append, inner=solve_auto)
     assert r.status == Status.FEASIBLE and r.solver.startswith("coarse/")
     assert r.value < inst.horizon(hint) and r.bound == 7
     # the progress lines of the stages inside say the phase's bound too (they said 0, the blocks')
@@ -76,7 +76,7 @@ def test_coarse_leaves_phases_without_fragments_alone() -> None:
     phase = generate(load_workload("mini-mlp"), spec, grain="box").phases[-1].phase
     inst = Instance(phase, spec)
     hint = best_greedy(inst)[:2]
-    r = solve_coarse(inst, hint, SolveParams.of({"time_limit": 5}), inner=solve_auto)
+    r = solve_coarse(inst, hint, SolveParams(), Budget(5), inner=solve_auto)
     assert r.status == Status.FALLBACK and r.solution == hint
 
 
@@ -89,7 +89,7 @@ def test_auto_justifies_a_fragmented_phase_before_its_boxes(phases) -> None:
     inst = Instance(phase, spec)
     assert len(inst.timings) > 300
     hint = best_greedy(inst)[:2]
-    r = solve_auto(inst, hint, SolveParams.of({"time_limit": 4, "workers": 1, "seed": 0}))
+    r = solve_auto(inst, hint, SolveParams(workers=1, seed=0), Budget(4))
     methods = r.extras["methods"]
     assert methods.index("justify") + 1 == methods.index("coarse"), methods
     assert _valid(phase, spec, r.solution) == r.value <= inst.horizon(hint)
@@ -106,14 +106,14 @@ def test_auto_never_reports_an_incumbent_worse_than_its_best(phases, monkeypatch
     hint = best_greedy(inst)[:2]
     best = inst.horizon(hint)
 
-    def worse(inst, hint, params, progress):
+    def worse(inst, hint, params, budget, progress):
         progress({"incumbent": best + 100, "bound": 0})
         return Result(Status.FALLBACK, hint, best, 0, solver="worse")
 
     monkeypatch.setattr(Stage, "method", lambda self: worse)
     monkeypatch.setattr(auto, "pipeline", lambda inst, limit, part=False: (Stage("worse", 1.0),))
     heard: list[dict] = []
-    solve_auto(inst, hint, SolveParams(5), heard.append)
+    solve_auto(inst, hint, SolveParams(), Budget(5), heard.append)
     assert [e["incumbent"] for e in heard if "incumbent" in e] == [best]
 
 
@@ -127,10 +127,10 @@ def test_auto_reports_a_better_schedule_that_a_stage_hands_back_silently(phases,
     inst = Instance(next(p for p in found if p.name == "gemm2-reduction"), spec)
     hint = best_greedy(inst)[:2]
     better = inst.horizon(hint) - 1
-    quiet = lambda inst, hint, params, progress: Result(  # noqa: E731
+    quiet = lambda inst, hint, params, budget, progress: Result(  # noqa: E731
         Status.FEASIBLE, hint, better, 0, solver="quiet")
     monkeypatch.setattr(Stage, "method", lambda self: quiet)
     monkeypatch.setattr(auto, "pipeline", lambda inst, limit, part=False: (Stage("quiet", 1.0),))
     heard: list[dict] = []
-    solve_auto(inst, hint, SolveParams(5), heard.append)
+    solve_auto(inst, hint, SolveParams(), Budget(5), heard.append)
     assert [e["incumbent"] for e in heard if "incumbent" in e] == [better]

@@ -8,6 +8,7 @@ from collections import defaultdict
 
 from conftest import make_phase, make_spec
 
+from ipuopt.budget import Budget
 from ipuopt.exchange.colour import _slots, round_colours, tile_groups
 from ipuopt.exchange.greedy import best_greedy
 from ipuopt.exchange.instance import Instance, horizon_of
@@ -36,7 +37,7 @@ def test_rounds_share_no_lane_and_no_hazard_and_alike_groups_match() -> None:
     phase = make_phase(spec, *all_to_all([[0, 1, 2, 3], [4, 5, 6, 7]]))
     timings = phase_timings(phase, spec)
     assert sorted(len(g) for g in tile_groups(timings)) == [12, 12]
-    colours = round_colours(timings, SolveParams.of({"workers": 1, "seed": 0}), 30)
+    colours = round_colours(timings, SolveParams.of({"workers": 1, "seed": 0}), Budget(), 30)
     assert colours is not None
     held: dict[tuple, list[str]] = defaultdict(list)
     for tm, c in zip(timings, colours, strict=True):
@@ -74,7 +75,7 @@ def test_dependencies_come_in_later_rounds() -> None:
     transfers[0]["after"] = [transfers[-1]["id"]]
     phase = make_phase(spec, *transfers)
     timings = phase_timings(phase, spec)
-    colours = round_colours(timings, SolveParams.of({"workers": 1, "seed": 0}), 30)
+    colours = round_colours(timings, SolveParams.of({"workers": 1, "seed": 0}), Budget(), 30)
     assert colours is not None and colours[0] > colours[-1]
 
 
@@ -83,7 +84,7 @@ def test_payloads_of_different_lengths_fall_back_to_greedy() -> None:
     phase = make_phase(spec, *[{"id": f"t{i}", "src": i % 4, "dst": [4 + i % 4], "words": 4 + 100 * i}
                                for i in range(8)])
     timings = phase_timings(phase, spec)
-    assert round_colours(timings, SolveParams.of({}), 30) is None
+    assert round_colours(timings, SolveParams.of({}), Budget(), 30) is None
     r = solve(phase, spec, "colour", {"time_limit": 5})
     greedy = best_greedy(Instance(phase, spec))
     assert r.status == "fallback"
@@ -96,9 +97,9 @@ def test_a_group_too_large_to_colour_gives_up(monkeypatch) -> None:
     spec = make_spec()
     timings = phase_timings(make_phase(spec, *all_to_all([[0, 1, 2, 3]])), spec)
     params = SolveParams.of({"workers": 1, "seed": 0})
-    assert round_colours(timings, params, 30) is not None
+    assert round_colours(timings, params, Budget(), 30) is not None
     monkeypatch.setattr(colour, "MAX_CELLS", 12 * 3 - 1)  # 12 transfers x 3 rounds
-    assert round_colours(timings, params, 30) is None
+    assert round_colours(timings, params, Budget(), 30) is None
 
 
 def test_auto_colours_large_phases_and_credits_colour_only_when_it_helped() -> None:
@@ -135,7 +136,7 @@ def test_paired_rounds_let_a_pairs_tiles_take_turns() -> None:
     timings = phase_timings(make_phase(spec, *transfers), spec)
     assert len(tile_groups(timings)) == 2 and len(tile_groups(timings, paired=True)) == 1
     params = SolveParams.of({"workers": 1, "seed": 0})
-    colours = round_colours(timings, params, 30, paired=True)
+    colours = round_colours(timings, params, Budget(), 30, paired=True)
     assert colours is not None
     rounds = defaultdict(set)
     for tm, c in zip(timings, colours, strict=True):

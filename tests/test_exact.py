@@ -108,9 +108,9 @@ def test_large_phases_run_the_rules_their_time_allows() -> None:
     after `until`."""
     import time
 
+    from ipuopt.budget import Budget
     from ipuopt.exchange.greedy import LARGE_RULES, QUICK_UP_TO, best_greedy, greedy_schedule
     from ipuopt.exchange.instance import Instance
-    from ipuopt.params import Stop
 
     spec = load_spec("gc200")
     phase = random_phase(spec, QUICK_UP_TO + 1000, seed=2, p_dep=0.02)
@@ -119,14 +119,14 @@ def test_large_phases_run_the_rules_their_time_allows() -> None:
     assert len(set(horizon.values())) > 1  # the rules differ here, so picking one matters
     *_, alone = best_greedy(inst)
     assert alone == LARGE_RULES[0]
-    stop = Stop()
+    stop = Budget()
     *found, rule = best_greedy(inst, stop=stop, until=time.monotonic() + 600)
     assert inst.horizon(found) == min(horizon.values()) and horizon[rule] == min(horizon.values())
     assert not stop.wall_cut
-    stop = Stop()
+    stop = Budget()
     *_, first = best_greedy(inst, stop=stop, until=time.monotonic() + 0.01)
     assert first == LARGE_RULES[0] and stop.wall_cut
-    *_, quick = best_greedy(inst, stop=Stop(), until=time.monotonic() + 600, quick=True)
+    *_, quick = best_greedy(inst, stop=Budget(), until=time.monotonic() + 600, quick=True)
     assert quick == LARGE_RULES[0]
     s = solve(phase, spec, "greedy", {"time_limit": 600, "quick": True})
     assert s.extras["greedy_rule"] == LARGE_RULES[0]
@@ -215,6 +215,7 @@ def test_justify_improves_a_list_schedule_and_repeats_itself() -> None:
     a dense random phase (where list schedules leave slack), and the same schedule for the
     same number of passes. Six passes are asked of the method as auto asks it (through
     `solve` the phase's bounds come first: 17 s of clique search on this phase)."""
+    from ipuopt.budget import Budget
     from ipuopt.exchange.greedy import best_greedy
     from ipuopt.exchange.instance import Instance
     from ipuopt.exchange.justify import solve_justify
@@ -224,8 +225,8 @@ def test_justify_improves_a_list_schedule_and_repeats_itself() -> None:
     phase = random_phase(spec, 500, seed=0, tiles=12)
     inst = Instance(phase, spec)
     hint = best_greedy(inst)[:2]
-    six = SolveParams.of({"time_limit": 120, "workers": 1, "passes": 6})  # the passes end it, not the clock
-    a, b = (solve_justify(inst, hint, six) for _ in range(2))
+    six = SolveParams.of({"workers": 1, "passes": 6})  # the passes end it, not the clock
+    a, b = (solve_justify(inst, hint, six, Budget(120)) for _ in range(2))
     assert validate(phase, spec, Schedule(*a.solution)).ok and a.extras["passes"] == 6
     assert a.value < inst.horizon(hint) and a.solution == b.solution
     settled = solve(phase, spec, "justify", {"time_limit": 3, "workers": 1})  # until it settles

@@ -14,8 +14,8 @@ PACKAGE = ROOT / "ipuopt"
 # Lowest first: a module may import from its own floor or below. The key is a module's first
 # name under ipuopt ("" is the package's own __init__).
 FLOORS = (
-    ("core", {"errors", "params", "result", "spec", "io", "limits", "heap", "data_files", "profiles",
-              "registry", "display", "backends"}),
+    ("core", {"errors", "budget", "params", "result", "spec", "io", "limits", "heap", "data_files",
+              "profiles", "registry", "display", "backends"}),
     ("problems", {"exchange", "arena"}),
     ("workloads", {"workloads"}),
     ("layout", {"layout"}),

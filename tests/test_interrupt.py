@@ -249,6 +249,7 @@ def test_a_stop_asked_as_a_cp_sat_search_begins_still_ends_it() -> None:
     """CP-SAT drops a stop_search() that comes before its solve has set up: a Ctrl-C in that
     moment (after `cpsat.solve`'s own check) ran the search to its time limit, flakily."""
     from ipuopt.backends import cpsat
+    from ipuopt.budget import Budget
     from ipuopt.exchange.cpsat import build_model
     from ipuopt.exchange.greedy import best_greedy
     from ipuopt.exchange.instance import Instance
@@ -257,9 +258,9 @@ def test_a_stop_asked_as_a_cp_sat_search_begins_still_ends_it() -> None:
     inst = Instance(*load_phase(ROOT / "models" / "examples" / "medium.yaml"))
     starts, widths, _ = best_greedy(inst)
     model = build_model(inst.spec, inst.timings, inst.horizon((starts, widths))).model
-    params = SolveParams(time_limit=30, workers=2)
-    solver = cpsat.new_solver(params)
-    params.stop.request()  # asked between the check and the search's start
+    budget = Budget(30)
+    solver = cpsat.new_solver(SolveParams(workers=2), budget)
+    budget.request()  # asked between the check and the search's start
     t0 = time.perf_counter()
     solver.solve(model)  # what cpsat.solve calls after its check
     assert time.perf_counter() - t0 < 3
@@ -276,7 +277,7 @@ def test_a_stage_deaf_to_ctrl_c_still_leaves_the_best_schedule_an_earlier_stage_
 
     started, never = threading.Event(), threading.Event()
 
-    def deaf(inst, hint, params, progress=None):  # noqa: ANN001, ANN202 (hears no stop)
+    def deaf(inst, hint, params, budget, progress=None):  # noqa: ANN001, ANN202 (hears no stop)
         started.set()
         never.wait()
 
@@ -308,6 +309,7 @@ def test_lns_hears_ctrl_c_while_it_sets_up(monkeypatch) -> None:
     60,000-transfer multicast phase, 10-15 s on a busy machine, deaf to Ctrl-C): it asks the
     stop every 4,096 transfers and hands back its hint."""
     import ipuopt.exchange.lns as lns
+    from ipuopt.budget import Budget
     from ipuopt.exchange.greedy import best_greedy
     from ipuopt.exchange.instance import Instance
     from ipuopt.exchange.random_phase import random_phase
@@ -317,17 +319,17 @@ def test_lns_hears_ctrl_c_while_it_sets_up(monkeypatch) -> None:
     spec = load_spec("test64")
     inst = Instance(random_phase(spec, 12000, seed=0), spec)
     hint = best_greedy(inst, quick=True)[:2]
-    params = SolveParams(time_limit=60, workers=1, seed=0)
+    budget = Budget(60)
     real, calls = lns.touched, []
 
     def touched(tm, spec):  # noqa: ANN001, ANN202 (Ctrl-C after the tenth)
         calls.append(1)
         if len(calls) == 10:
-            params.stop.request()
+            budget.request()
         return real(tm, spec)
 
     monkeypatch.setattr(lns, "touched", touched)
-    got = lns.solve_lns(inst, hint, params)
+    got = lns.solve_lns(inst, hint, SolveParams(workers=1, seed=0), budget)
     assert got.status == "fallback" and got.solution == hint and got.extras["lns_steps"] == 0
     assert len(calls) <= 4096 + 10 < len(inst.timings)
 

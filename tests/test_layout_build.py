@@ -226,7 +226,7 @@ def test_a_stopped_build_hands_back_the_reference_problem():
     """Stopped after its reference plan, a `partial` build returns that plan's small problem:
     its plan is the reference's, feasible (not optimal: plans left out are not priced), and
     without `partial` the same stop raises."""
-    from ipuopt.params import Stopped
+    from ipuopt.budget import Stopped
 
     wl, spec = load_workload("mini-mlp"), load_spec("test64")
     seen: list[str] = []
@@ -268,7 +268,7 @@ def test_a_pricing_that_cannot_end_in_time_stops_at_once():
     they fit."""
     import time
 
-    from ipuopt.params import Stopped
+    from ipuopt.budget import Stopped
 
     wl, spec = load_workload("mini-mlp"), load_spec("test64")
     seen: list[str] = []
@@ -297,9 +297,9 @@ def test_listing_the_pairs_to_price_asks_the_clock(monkeypatch):
     import math
 
     import ipuopt.layout.moves as moves_module
+    from ipuopt.budget import Stopped
     from ipuopt.layout.candidates import Catalogue
     from ipuopt.layout.moves import Moves
-    from ipuopt.params import Stopped
 
     wl, spec = load_workload("mini-mlp"), load_spec("test64")
     cat = Catalogue(wl, spec, 0.5, None, lambda _m: None, lambda: None)
@@ -451,28 +451,25 @@ def test_a_layout_build_cut_short_answers_with_the_best_plan_it_has():
     """Under a time limit a workload's plan is always an answer: stopped before the
     reference plan, the compiler's layouts (status fallback, with the reason); after it, the
     reference's candidates solved (feasible); given the time, the proven plan."""
+    from ipuopt.budget import Budget
     from ipuopt.layout.select import plan_of
     from ipuopt.params import SolveParams
     from ipuopt.workloads.gemm import compiler_layouts
 
     wl, spec = load_workload("mini-mlp"), load_spec("test64")
-    early_params = SolveParams(time_limit=1e-3)  # gone before the build's first look at the clock
-    early_params.start_clock()
-    early = plan_of(wl, spec, "milp", early_params)
+    # gone before the build's first look at the clock
+    early = plan_of(wl, spec, "milp", SolveParams(time_limit=1e-3))
     assert early.status == "fallback" and "compiler's layouts" in early.reason and early.value is None
     assert early.solution.choice == {op: c.layout.label for op, c in compiler_layouts(wl, spec).items()}
     assert not early.interrupted
-    params = SolveParams(time_limit=600)
-    params.start_clock()
+    params, budget = SolveParams(time_limit=600), Budget(600)
 
     def progress(info):  # Ctrl-C once the reference plan is made
         if info.get("task", "").startswith("reference plan"):
-            params.stop.request()
-    late = plan_of(wl, spec, "milp", params, progress=progress)
+            budget.request()
+    late = plan_of(wl, spec, "milp", params, progress=progress, budget=budget)
     assert late.interrupted and late.status in ("feasible", "fallback") and late.value is not None
     assert late.solution.choice and "most promising" in (late.reason + str(late.solution.kept))
-    params = SolveParams(time_limit=600)
-    params.start_clock()
     full = plan_of(wl, spec, "milp", params)
     assert full.status == "optimal" and full.value <= late.value and not full.interrupted
 

@@ -14,6 +14,8 @@ from pathlib import Path
 
 from conftest import run_cli, start_cli
 
+from ipuopt.budget import Budget, Grant
+from ipuopt.params import SolveParams
 from ipuopt.render.views import program_view
 
 
@@ -186,7 +188,8 @@ def test_a_bound_stopped_by_its_share_keeps_the_program(monkeypatch) -> None:
     enumerated first); the program found so far must still be returned, not taken for an
     interrupt (it was: SigLIP attention at 900 s wrote nothing after 832 s)."""
     import ipuopt.program.optimize as opt
-    from ipuopt.params import SolveParams, Stopped
+    from ipuopt.budget import Stopped
+    from ipuopt.params import SolveParams
     from ipuopt.spec import load_spec
     from ipuopt.workloads.workload import load_workload
 
@@ -194,7 +197,7 @@ def test_a_bound_stopped_by_its_share_keeps_the_program(monkeypatch) -> None:
         raise Stopped
 
     monkeypatch.setattr(opt, "program_bound", stopped)
-    doc = opt.optimize(load_workload("mini-mlp"), load_spec("test64"), "box", 2, SolveParams(20))
+    doc = opt.optimize(load_workload("mini-mlp"), load_spec("test64"), "box", 2, SolveParams(20)).to_dict()
     assert "program_bound" not in doc and not doc.get("interrupted")
     assert doc["total_cycles"] <= min(doc["optimize"]["baselines"].values())
     assert doc["optimize"]["schedules"] == "auto"
@@ -205,7 +208,8 @@ def test_a_bound_gets_the_time_the_later_stages_cannot_use(monkeypatch) -> None:
     and no phase's auto fits either, placement and auto are skipped, so the program bound
     gets the time left (not its 20%)."""
     import ipuopt.program.optimize as opt
-    from ipuopt.params import SolveParams, Stopped
+    from ipuopt.budget import Stopped
+    from ipuopt.params import SolveParams
     from ipuopt.spec import load_spec
     from ipuopt.workloads.workload import load_workload
 
@@ -217,14 +221,14 @@ def test_a_bound_gets_the_time_the_later_stages_cannot_use(monkeypatch) -> None:
             {**b, "solve_s": 1000.0} for b in v["run"]["boundaries"]]}}
             for k, v in finalists(*args, **kwargs).items()}
 
-    def bound(*args, params, **kwargs):
-        given.append(params.budget())
+    def bound(*args, budget, **kwargs):
+        given.append(budget.limit())
         raise Stopped
 
     monkeypatch.setattr(opt, "_finalists", slow)
     monkeypatch.setattr(opt, "program_bound", bound)
     params = SolveParams(30)
-    doc = opt.optimize(load_workload("mini-mlp"), load_spec("test64"), "box", 2, params)
+    doc = opt.optimize(load_workload("mini-mlp"), load_spec("test64"), "box", 2, params).to_dict()
     assert given and given[0] > 0.5 * 30  # most of the time, not a 20% share (6 s)
     assert doc["optimize"]["schedules"] == "greedy" and not doc.get("interrupted")
 
@@ -235,8 +239,9 @@ def test_without_the_placement_the_quickest_phases_get_auto(monkeypatch) -> None
     keeps the schedule its replay found (carried from the cell compactly, and rebuilt
     exactly), and the program is never worse than the best finalist's."""
     import ipuopt.program.optimize as opt
+    from ipuopt.budget import Stopped
     from ipuopt.exchange.validate import validate
-    from ipuopt.params import SolveParams, Stopped
+    from ipuopt.params import SolveParams
     from ipuopt.spec import load_spec
     from ipuopt.workloads.workload import load_workload
 
@@ -259,7 +264,7 @@ def test_without_the_placement_the_quickest_phases_get_auto(monkeypatch) -> None
     monkeypatch.setattr(opt, "_finalists", slow)
     monkeypatch.setattr(opt, "program_bound", quick_bound)
     spec = load_spec("test64")
-    doc = opt.optimize(load_workload("mini-mlp"), spec, "box", 2, SolveParams(30))
+    doc = opt.optimize(load_workload("mini-mlp"), spec, "box", 2, SolveParams(30)).to_dict()
     o = doc["optimize"]
     names = [b["phase"] for b in doc["boundaries"]]
     assert o["schedules"] == "auto" and o["auto_phases"] == sorted(o["auto_phases"], key=names.index)
@@ -294,7 +299,8 @@ def test_without_the_placement_the_bound_leaves_the_quickest_phases_their_auto(m
     """Replays too slow for the placement but with quick phases: the bound is given what is
     left less what their auto needs (`_auto_need`), and those phases then get auto."""
     import ipuopt.program.optimize as opt
-    from ipuopt.params import SolveParams, Stopped
+    from ipuopt.budget import Stopped
+    from ipuopt.params import SolveParams
     from ipuopt.spec import load_spec
     from ipuopt.workloads.workload import load_workload
 
@@ -309,15 +315,16 @@ def test_without_the_placement_the_bound_leaves_the_quickest_phases_their_auto(m
             seen["need"] = opt._auto_need({**out[k], "greedy": out[k]["run"]}, 1e9, 2)
         return out
 
-    whole = SolveParams(30)
+    whole = Budget(30)
 
-    def bound(*args, params, **kwargs):
-        seen["given"], seen["left"] = params.budget(), whole.stop.left()
+    def bound(*args, budget, **kwargs):
+        seen["given"], seen["left"] = budget.limit(), whole.left()
         raise Stopped
 
     monkeypatch.setattr(opt, "_finalists", slow)
     monkeypatch.setattr(opt, "program_bound", bound)
-    doc = opt.optimize(load_workload("mini-mlp"), load_spec("test64"), "box", 2, whole)
+    doc = opt.optimize(load_workload("mini-mlp"), load_spec("test64"), "box", 2, SolveParams(30),
+                       budget=whole).to_dict()
     assert 0 < seen["need"] < 0.5 * seen["left"]
     assert seen["given"] <= seen["left"] - seen["need"] + 0.5  # not all that is left
     assert doc["optimize"]["auto_phases"]
@@ -334,7 +341,7 @@ def test_auto_need_counts_the_generation_and_the_runners() -> None:
 
 
 def test_a_cell_on_a_worker_counts_its_generation_and_ends_by_the_commands_deadline(monkeypatch) -> None:
-    """On Dask a cell gets (seconds, the command's deadline): generating the plan there is
+    """On Dask a cell gets a grant (seconds, the command's deadline): generating the plan there is
     inside its seconds, and a cell that waited for its runner still ends by the deadline
     (attention's schedule cells ended past a 900 s limit before)."""
     import ipuopt.program.optimize as opt
@@ -343,59 +350,15 @@ def test_a_cell_on_a_worker_counts_its_generation_and_ends_by_the_commands_deadl
     monkeypatch.setattr(opt, "_generation", lambda *a: (time.sleep(0.5), _Gen())[1])
     monkeypatch.setattr(opt, "readdress", lambda gen, gp, offsets: gp)
 
-    def solve(phase, spec, solver, params):
-        seen["left"] = params.stop.left()
+    def solve(phase, spec, solver, params, budget):
+        seen["left"] = budget.left()
         return _Res()
 
     monkeypatch.setattr(opt, "solve", solve)
-    opt._schedule("id", None, None, {}, None, {}, 0, (10.0, time.time() + 60))
+    opt._schedule("id", None, None, {}, None, {}, 0, SolveParams(), Grant(10.0, time.time() + 60))
     assert 8.9 < seen["left"] <= 9.5  # its 10 s, less the 0.5 s generation
-    opt._schedule("id", None, None, {}, None, {}, 0, (10.0, time.time() + 2))
+    opt._schedule("id", None, None, {}, None, {}, 0, SolveParams(), Grant(10.0, time.time() + 2))
     assert seen["left"] <= 1.5  # the deadline comes before its seconds are up
-
-
-def test_a_schedule_cell_on_a_worker_ends_before_the_time_kept_for_the_replay() -> None:
-    from ipuopt.params import SolveParams
-    from ipuopt.program.optimize import _give
-
-    params = SolveParams(100.0)
-    params.start_clock()
-    seconds, deadline = _give(params, False, 80.0, keep=30.0)
-    assert seconds == 80.0 and 68.0 < deadline - time.time() <= 70.0  # 100 s left less the 30 kept
-    assert _give(params, False, 80.0)[1] - time.time() > 99.0
-    assert isinstance(_give(params, True, 5.0), SolveParams)
-
-
-def test_a_local_cell_counts_its_seconds_from_its_own_start() -> None:
-    """One runner runs its cells one after another: a cell's seconds start when it does, not
-    when it was queued (with --workers 1 every phase after the first got no time for auto),
-    and it still ends the time kept before the command's end."""
-    from ipuopt.params import SolveParams
-    from ipuopt.program.optimize import _give, _params
-
-    params = SolveParams(100.0)
-    params.start_clock()
-    queued = _give(params, True, 5.0)
-    time.sleep(1.0)  # behind another cell
-    assert _params(queued).stop.left() > 4.5  # 4.0 at most if counted from the queueing
-    assert _params(_give(params, True, 5.0, keep=98.0)).stop.left() <= 2.0
-    params.stop.request()  # Ctrl-C reaches a queued cell
-    assert _params(_give(params, True, 5.0)).stop.is_set()
-
-
-def test_a_stage_left_less_than_nothing_gets_no_time_instead_of_an_error() -> None:
-    """On a slow machine the time left can fall below what a stage keeps for later: its share
-    comes out negative and must mean "no time" (it once ended the command with "--time-limit:
-    must be >= 0"), locally and on a worker."""
-    from ipuopt.params import SolveParams
-    from ipuopt.program.optimize import _give, _params
-
-    params = SolveParams(100.0)
-    params.start_clock()
-    local = _give(params, True, -14.6)
-    assert isinstance(local, SolveParams) and local.budget() == 0.0
-    remote = _params(_give(params, False, -14.6, keep=30.0))
-    assert remote.budget() == 0.0
 
 
 class _Gen:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ipuopt.budget import Budget
 from ipuopt.exchange.bounds import all_bounds, best_bound
 from ipuopt.exchange.greedy import best_greedy
 from ipuopt.exchange.instance import Instance
@@ -43,7 +44,7 @@ def test_a_pattern_repeated_over_every_round_is_a_schedule() -> None:
     inst = _instance(reduce_scatter((0, 30, 60), 8))
     kinds = _streams(inst.timings)
     assert len(kinds) == 6 and {len(k) for k in kinds} == {8}
-    (starts, widths), period = _least_pattern(inst.spec, kinds, 8, SolveParams.of(PARAMS), 20, None)
+    (starts, widths), period = _least_pattern(inst.spec, kinds, 8, SolveParams.of(PARAMS), Budget(), 20, None)
     schedule = Schedule({tm.transfer.id: starts[c] + r * period for c, kind in enumerate(kinds)
                          for r, tm in enumerate(kind)},
                         {tm.transfer.id: widths[c] for c, kind in enumerate(kinds) for tm in kind})
@@ -55,7 +56,7 @@ def test_periodic_beats_the_greedy_on_a_reduction() -> None:
     one, other = reduce_scatter((0, 30, 60), 8), reduce_scatter((1, 31, 61), 8)
     inst = _instance(Phase(spec_ref="gc200", transfers=[*one.transfers, *other.transfers]))  # linked by pairs
     hint = best_greedy(inst)[:2]
-    res = solve_periodic(inst, hint, SolveParams.of(PARAMS))
+    res = solve_periodic(inst, hint, SolveParams.of(PARAMS), Budget(20))
     assert validate(inst.phase, inst.spec, Schedule(*res.solution)).ok
     assert res.value < inst.horizon(hint), (res.value, inst.horizon(hint))
     assert res.extras["patterned_groups"] == res.extras["groups"] == 1
@@ -67,5 +68,5 @@ def test_no_streams_no_pattern() -> None:
     spec = load_spec("gc200")
     inst = Instance(random_phase(spec, 40, seed=2, tiles=6, p_dep=0.3), spec)
     hint = best_greedy(inst)[:2]
-    res = solve_periodic(inst, hint, SolveParams.of(PARAMS))
+    res = solve_periodic(inst, hint, SolveParams.of(PARAMS), Budget(20))
     assert res.status == "fallback" and res.solution == hint and "pattern" in res.extras["reason"]

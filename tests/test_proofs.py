@@ -187,6 +187,7 @@ def test_a_race_keeps_to_the_wall_clock() -> None:
     import time
 
     from ipuopt.backends.cpsat import race
+    from ipuopt.budget import Budget
     from ipuopt.params import SolveParams
 
     spec = load_spec("openshop")
@@ -194,7 +195,7 @@ def test_a_race_keeps_to_the_wall_clock() -> None:
     em = build_model(spec, phase_timings(phase, spec), upper=1041, lower=1000)
     em.model.clear_objective()
     t0 = time.perf_counter()
-    _, code, solver = race([em.model], SolveParams(workers=2, seed=0), 0.3)
+    _, code, solver = race([em.model], SolveParams(workers=2, seed=0), Budget(), 0.3)
     assert time.perf_counter() - t0 < 2.0
     assert solver.parameters.max_time_in_seconds <= 0.3 + 1e-9
 
@@ -206,14 +207,15 @@ def test_a_stop_asked_before_the_search_began_is_heard() -> None:
 
     from ipuopt.backends.cpsat import new_solver
     from ipuopt.backends.cpsat import solve as cpsat_solve
+    from ipuopt.budget import Budget
     from ipuopt.params import SolveParams
 
     spec = load_spec("openshop")
     phase = openshop_phase(read_openshop(ROOT / "tests" / "data" / "openshop" / "j5-per0-0.txt"))
     em = build_model(spec, phase_timings(phase, spec), upper=1041, lower=1000)
-    params = SolveParams(workers=1)
-    solver = new_solver(params, 20.0)
-    params.stop.request()
+    budget = Budget()
+    solver = new_solver(SolveParams(workers=1), budget, 20.0)
+    budget.request()
     t0 = time.perf_counter()
     assert cpsat_solve(em.model, solver) == cp_model.UNKNOWN
     assert time.perf_counter() - t0 < 1.0

@@ -12,6 +12,7 @@ from conftest import DATA, HAND_SPEC
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from ipuopt.budget import Budget
 from ipuopt.exchange.bounds import all_bounds, best_bound, clique_bound
 from ipuopt.exchange.cpsat import identical_groups, in_order, solve_cpsat
 from ipuopt.exchange.greedy import RULES, best_greedy, greedy_schedule
@@ -32,7 +33,7 @@ def proven_optimum(phase: Phase, spec: Spec, time_limit: float = 30) -> int:
     bound, so a wrong bound could pass unnoticed there)."""
     inst = Instance(phase, spec)
     params = SolveParams.of({"time_limit": time_limit, "workers": 1, "seed": 0})
-    r = solve_cpsat(inst, best_greedy(inst)[:2], params)
+    r = solve_cpsat(inst, best_greedy(inst)[:2], params, Budget(time_limit))
     assert r.status == Status.OPTIMAL
     return r.value
 
@@ -302,8 +303,7 @@ def test_matching_bound_is_below_every_schedule_of_an_odd_group(spec: Spec, k: i
     or, when 2 s do not prove it, the schedule it found)."""
     phase = _all_to_all(spec, tuple(range(k)), words, paired)
     inst = Instance(phase, spec)
-    params = SolveParams.of({"time_limit": 2, "workers": 1, "seed": 0})
-    found = solve_cpsat(inst, best_greedy(inst)[:2], params)
+    found = solve_cpsat(inst, best_greedy(inst)[:2], SolveParams(workers=1, seed=0), Budget(2))
     bound = next(b for b in all_bounds(inst, None) if b.name == "matching")
     assert bound.value <= found.value, (bound, found.status)
 
@@ -370,8 +370,7 @@ def test_group_bound_is_below_every_schedule_of_multicasts_and_sends_sharing_mem
 
 def _group_below_cpsat(phase: Phase, spec: Spec) -> None:
     inst = Instance(phase, spec)
-    found = solve_cpsat(inst, best_greedy(inst)[:2],
-                        SolveParams.of({"time_limit": 20, "workers": 1, "seed": 0}))
+    found = solve_cpsat(inst, best_greedy(inst)[:2], SolveParams(workers=1, seed=0), Budget(20))
     bound = next(b for b in all_bounds(inst, None) if b.name == "group")
     assert bound.value <= found.value, (bound, found.status)
 

@@ -158,20 +158,18 @@ def test_a_program_time_limit_is_shared_by_every_phase() -> None:
     """Each phase gets its share of what is left: a phase that ends early leaves its time to the
     next ones (a phase's own clock once cut the whole program's deadline short)."""
     import ipuopt
-    from ipuopt.params import SolveParams
+    from ipuopt.budget import Budget
 
     doc = ipuopt.run("mini-mlp", "test64", grain="box", time_limit=6)
     shares = [b["time_limit_s"] for b in doc["boundaries"]]
     assert len(shares) == len(doc["boundaries"]) >= 3, shares
     # the generation before the first phase takes ~0.1 s here: room for a machine 20 times slower
     assert all(s > 0.2 for s in shares) and sum(shares) > 3, shares
-    parent = SolveParams(10)
-    parent.start_clock()
+    parent = Budget(10)
     child = parent.share(1)
-    child.start_clock()
-    assert parent.stop.left() > 8 and child.stop.left() <= 1
-    child.stop.request()  # Ctrl-C in the child's solve reaches the parent, and back
-    assert parent.stop.interrupted
+    assert parent.left() > 8 and child.left() <= 1
+    child.request()  # Ctrl-C in the child's solve reaches the parent, and back
+    assert parent.interrupted
 
 
 def test_the_api_reads_the_arrivals_file_the_cli_reads(tmp_path: Path) -> None:

@@ -11,6 +11,7 @@ import pytest
 from conftest import run_cli
 
 from ipuopt import api
+from ipuopt.budget import Budget
 from ipuopt.exchange.auto import pipeline, solve_auto
 from ipuopt.exchange.bounds import all_bounds, best_bound
 from ipuopt.exchange.conflicts import parts
@@ -72,11 +73,11 @@ def test_split_is_valid_and_its_bound_below_the_proven_optimum(seed: int) -> Non
     inst = Instance(phase, SPEC)
     inst.bound = best_bound(all_bounds(inst, None)).value
     greedy = best_greedy(inst)[:2]
-    params = SolveParams(time_limit=20, workers=1, seed=0)
-    found = solve_split(inst, greedy, params, inner=solve_auto)
+    params = SolveParams(workers=1, seed=0)
+    found = solve_split(inst, greedy, params, Budget(20), inner=solve_auto)
     assert found.value <= inst.horizon(greedy)
     assert validate(phase, SPEC, Schedule(*found.solution)).horizon == found.value
-    whole = solve_cpsat(inst, greedy, SolveParams(time_limit=60, workers=1, seed=0))
+    whole = solve_cpsat(inst, greedy, SolveParams(workers=1, seed=0), Budget(60))
     assert whole.status == Status.OPTIMAL, "the whole phase is small enough to prove"
     assert found.bound <= whole.value
     if found.status == Status.OPTIMAL:
@@ -89,11 +90,11 @@ def test_alike_parts_are_solved_once_and_take_one_schedule() -> None:
     greedy = best_greedy(inst)[:2]
     calls = []
 
-    def inner(sub, hint, params, progress):
+    def inner(sub, hint, params, budget, progress):
         calls.append(len(sub.timings))
-        return solve_auto(sub, hint, params, progress)
+        return solve_auto(sub, hint, params, budget, progress)
 
-    found = solve_split(inst, greedy, SolveParams(time_limit=20, workers=1, seed=0), inner=inner)
+    found = solve_split(inst, greedy, SolveParams(workers=1, seed=0), Budget(20), inner=inner)
     assert (found.extras["parts"], found.extras["kinds"]) == (6, 2) and len(calls) <= 2
     assert found.status != Status.FALLBACK  # the greedy's schedule was improved upon
     starts, widths = found.solution  # the copies of a kind solved: one schedule for all three
@@ -112,10 +113,9 @@ def test_a_parts_proven_bound_bounds_the_phase(seed: int, tmp_path) -> None:
     and the API give it with the named bounds."""
     phase = _copies(seed, 7, 4, kinds=2)
     inst = Instance(phase, SPEC)
-    params = SolveParams(time_limit=20, workers=1, seed=0)
-    params.start_clock()
-    part = part_bound(inst, params)
-    whole = solve_cpsat(inst, best_greedy(inst)[:2], SolveParams(time_limit=60, workers=1, seed=0))
+    params = SolveParams(workers=1, seed=0)
+    part = part_bound(inst, params, Budget(20))
+    whole = solve_cpsat(inst, best_greedy(inst)[:2], params, Budget(60))
     assert whole.status == Status.OPTIMAL, "the whole phase is small enough to prove"
     assert 0 < part.value <= whole.value
     path = tmp_path / "copies.json"
@@ -132,7 +132,7 @@ def test_a_parts_proven_bound_bounds_the_phase(seed: int, tmp_path) -> None:
 def test_a_phase_of_one_part_has_no_part_bound() -> None:
     inst = Instance(random_phase(SPEC, 12, seed=0, tiles=4), SPEC)
     assert len(inst.parts) == 1
-    assert part_bound(inst, SolveParams(time_limit=5)).value == 0
+    assert part_bound(inst, SolveParams(), Budget(5)).value == 0
 
 
 def test_auto_splits_a_large_phase_that_falls_apart_first() -> None:
@@ -146,7 +146,7 @@ def test_auto_splits_a_large_phase_that_falls_apart_first() -> None:
 def test_one_part_is_left_to_the_other_stages() -> None:
     inst = Instance(random_phase(SPEC, 40, seed=0, tiles=4), SPEC)
     greedy = best_greedy(inst)[:2]
-    found = solve_split(inst, greedy, SolveParams(time_limit=5), inner=solve_auto)
+    found = solve_split(inst, greedy, SolveParams(), Budget(5), inner=solve_auto)
     assert found.status == Status.FALLBACK and found.extras["reason"] == "one part"
 
 
@@ -156,17 +156,17 @@ def test_a_parts_bounds_end_when_the_stop_is_asked(monkeypatch: pytest.MonkeyPat
     part starts after it."""
     import ipuopt.exchange.split as split_module
 
-    params = SolveParams(time_limit=20, workers=1, seed=0)
+    budget = Budget(20)
     heard = []
 
     def bounds(sub: Instance, enough):  # noqa: ANN001, ANN202 (Ctrl-C comes while a part is priced)
         before = enough is not None and enough()
-        params.stop.request()
+        budget.request()
         heard.append((before, enough is not None and enough()))
         return all_bounds(sub, enough)
 
     monkeypatch.setattr(split_module, "all_bounds", bounds)
     inst = Instance(_copies(0, 7, 4, kinds=2), SPEC)
     inst.bound = 0
-    solve_split(inst, best_greedy(inst)[:2], params, inner=solve_auto)
+    solve_split(inst, best_greedy(inst)[:2], SolveParams(workers=1, seed=0), budget, inner=solve_auto)
     assert heard == [(False, True)]

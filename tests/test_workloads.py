@@ -334,7 +334,7 @@ def test_generation_routes_only_the_phases_asked_and_stops_when_asked() -> None:
     """`only`: the phases named are routed as in the whole program, the others left empty
     (the program bound prices a plan's input phases so); `check` is asked as each need is
     routed, and what it raises ends the generation."""
-    from ipuopt.params import Stopped
+    from ipuopt.budget import Stopped
 
     wl, spec = load_workload("mini-mlp"), load_spec("test64")
     whole = generate(wl, spec, None, "box")

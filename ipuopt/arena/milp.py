@@ -13,16 +13,17 @@ import pulp
 
 from ipuopt.arena.problem import Arena
 from ipuopt.backends import milp
+from ipuopt.budget import Budget
 from ipuopt.params import SolveParams
 from ipuopt.result import Result, Status
 
 
-def solve_arena_milp(arena: Arena, objective: str, params: SolveParams) -> Result:
+def solve_arena_milp(arena: Arena, objective: str, params: SolveParams, budget: Budget) -> Result:
     """Offsets as the solution; status optimal, feasible, unknown or infeasible."""
     milp.check_options(params)
     t0 = time.perf_counter()
     prob, off = build_arena_milp(arena, objective)
-    status, _ = milp.solve(prob, params)
+    status, _ = milp.solve(prob, params, budget)
     vals = {b.id: pulp.value(off[b.id]) for b in arena.buffers}
     if status not in (Status.OPTIMAL, Status.FEASIBLE) or any(v is None for v in vals.values()):
         return Result(Status.INFEASIBLE if status == Status.INFEASIBLE else Status.UNKNOWN,

@@ -14,9 +14,10 @@ from ipuopt.arena.greedy import best_greedy, shift_baseline
 from ipuopt.arena.problem import OBJECTIVES, Arena
 from ipuopt.arena.search import search_fit
 from ipuopt.arena.validate import validate_placement
+from ipuopt.budget import Budget, run_interruptible
 from ipuopt.display import count, html
 from ipuopt.errors import InputError
-from ipuopt.params import Progress, SolveParams, run_interruptible
+from ipuopt.params import Progress, SolveParams
 from ipuopt.registry import method
 from ipuopt.result import Bound, Result, Status
 
@@ -60,8 +61,9 @@ class _Run:
     objective: str
     solver: str
     params: SolveParams
+    budget: Budget
     tell: Progress
-    limit: float
+    limit: float  # seconds at the start
     bound: int
     live: int  # the most bytes live at once (at step `live_step`): no placement's peak is lower
     live_step: int
@@ -75,7 +77,7 @@ class _Run:
     interrupted: bool = False
 
     def remaining(self) -> float:
-        return max(0.1, self.limit - (time.perf_counter() - self.t0))
+        return max(0.1, self.budget.limit())
 
     def add(self, name: str, offsets: dict[str, int] | None) -> None:
         if offsets is not None:
@@ -119,7 +121,7 @@ class _CpsatRun:
             return
         model = ArenaModel(run.arena, run.objective)
         model.hint(run.hint())
-        self.solver = cpsat.new_solver(self.params, run.remaining(), self.wall_clock)
+        self.solver = cpsat.new_solver(self.params, run.budget, run.remaining(), self.wall_clock)
         with self.lock:
             if self.cancelled:
                 return
@@ -194,10 +196,10 @@ def run_search(run: _Run, race: bool = False) -> None:
 
     def stop() -> bool:
         if cp_run is None:
-            return run.params.stop.is_set()
+            return run.budget.is_set()
         if cp_run.thread is None and time.perf_counter() - t0 >= HEAD_START:
             cp_run.start()
-        return run.params.stop.is_set() or cp_run.decisive.is_set()
+        return run.budget.is_set() or cp_run.decisive.is_set()
 
     # dives on every core the run may use: one worker keeps it reproducible
     res = search_fit(run.arena, target, time_limit=limit, seed=run.params.seed or 0, stop=stop,
@@ -208,7 +210,7 @@ def run_search(run: _Run, race: bool = False) -> None:
     proof = res.status == Status.INFEASIBLE and run.objective == "fit" and _exhaustive(run.arena)
     if cp_run is not None:
         # an exhausted search settles `fit`; for `peak` it only shows that peak > live
-        settled = found or proof or run.params.stop.is_set()
+        settled = found or proof or run.budget.is_set()
         if not settled:
             cp_run.start()
         cp_run.finish(stop=settled)
@@ -233,7 +235,7 @@ def run_milp(run: _Run) -> None:
     run.tell({"stage": "MILP"})
     from ipuopt.arena.milp import solve_arena_milp
 
-    res = solve_arena_milp(run.arena, run.objective, run.params.with_(time_limit=run.limit))
+    res = solve_arena_milp(run.arena, run.objective, run.params, run.budget)
     if res.status == Status.INFEASIBLE:
         run.infeasible("milp", "proved infeasible by MILP")
     run.add("milp", res.solution)
@@ -264,8 +266,9 @@ def run_auto(run: _Run) -> None:
 
 def place(arena: Arena, objective: str = "fit", solver: str = "auto",
           params: SolveParams | dict[str, Any] | None = None,
-          progress: Progress | None = None) -> Result[Placement]:
-    """Place `arena`; every placement returned passes the validator.
+          progress: Progress | None = None, budget: Budget | None = None) -> Result[Placement]:
+    """Place `arena` within `budget` (or `params`' time limit); every placement returned
+    passes the validator.
 
     `progress` hears what the placer is doing (`stage`) and the greedy's peak. Ctrl-C stops
     the solvers and returns the best placement found so far, marked `interrupted`."""
@@ -273,9 +276,9 @@ def place(arena: Arena, objective: str = "fit", solver: str = "auto",
         raise InputError.one("", "--objective", f"one of {', '.join(OBJECTIVES)}")
     strategy = method("arena", solver).load()
     params = SolveParams.of(params)
+    budget = Budget.of(params.limit(), budget)
     live, step = arena.peak_live()
-    run = _Run(arena, objective, solver, params, progress or (lambda info: None),
-               params.budget(),
+    run = _Run(arena, objective, solver, params, budget, progress or (lambda info: None), budget.limit(),
                {"fit": 0, "peak": live, "conflicts": 0}[objective], live, step)
     if live > arena.capacity:
         return _answer(run, Status.INFEASIBLE,
@@ -290,7 +293,7 @@ def place(arena: Arena, objective: str = "fit", solver: str = "auto",
         run.add(f"greedy/{order}", greedy)
         if objective == "fit" or (objective == "peak" and g_peak <= live):
             run.status = Status.OPTIMAL
-    _, run.interrupted = run_interruptible(lambda: strategy(run), params.stop)
+    _, run.interrupted = run_interruptible(lambda: strategy(run), budget)
     return _choose(run, g_peak)
 
 

@@ -7,6 +7,7 @@ from typing import Any
 
 from ortools.sat.python import cp_model
 
+from ipuopt.budget import Budget
 from ipuopt.errors import InputError
 from ipuopt.params import Progress, SolveParams
 from ipuopt.result import Status
@@ -42,22 +43,22 @@ def is_parameter(key: str) -> bool:
     return hasattr(cp_model.CpSolver().parameters, key)
 
 
-def new_solver(params: SolveParams, time_limit: float | None = None, wall_clock: bool = False
+def new_solver(params: SolveParams, budget: Budget, seconds: float | None = None, wall_clock: bool = False
                ) -> cp_model.CpSolver:
-    """A solver set up from `params` (`time_limit` overrides theirs) that stops when the user
-    asks, and by the command's wall-clock deadline. Any CP-SAT parameter passes through by its
+    """A solver set up from `params` for `seconds` (default: what `budget` has left) that stops
+    when the user asks, and by the budget's hard end. Any CP-SAT parameter passes through by its
     own name; the other options are the methods' own, each checked by `registry.check_options`
     before any work. One worker plus a seed makes the search deterministic; the time limit is then
     deterministic time too, so a rerun stops at the same point, unless `wall_clock` holds it
-    to real seconds or the deadline comes first (then `stop.wall_cut` says so)."""
+    to real seconds or the hard end comes first (then `budget.wall_cut` says so)."""
     solver = cp_model.CpSolver()
     sp = solver.parameters
     workers = params.workers or 2
-    limit = params.budget() if time_limit is None else time_limit
-    left = params.stop.left()
+    limit = budget.limit() if seconds is None else seconds
+    left = budget.hard_left()
     sp.num_workers = int(workers)
     sp.log_search_progress = params.verbose
-    sp.catch_sigint_signal = False  # Ctrl-C is ours: it asks every solver to stop (params.Stop)
+    sp.catch_sigint_signal = False  # Ctrl-C is ours: it asks every solver to stop (Budget.request)
     if params.seed is not None:
         sp.random_seed = int(params.seed)
     if limit is not None:
@@ -76,8 +77,8 @@ def new_solver(params: SolveParams, time_limit: float | None = None, wall_clock:
             raise InputError.one("", f"params.{key}", f"bad value {value!r}: CP-SAT's {key} is "
                                                       f"{type(getattr(sp, key)).__name__}") from None
     solver.ipuopt_halt = halt = _Halt(solver)
-    params.stop.on_request(halt)
-    solver.ipuopt_limits = (params.stop, params.reproducible and not wall_clock)  # read back by `solve`
+    budget.on_request(halt)
+    solver.ipuopt_limits = (budget, params.reproducible and not wall_clock)  # read back by `solve`
     return solver
 
 
@@ -109,14 +110,14 @@ def solve(model: cp_model.CpModel, solver: cp_model.CpSolver, progress: Progress
             and solver.deterministic_time < 0.99 * sp.max_deterministic_time):
         # neither a proof nor the deterministic limit ended it: the deadline did (however little
         # of it the stages before left: a wall time near the limit is no test on a busy machine)
-        stop.wall_cut = True
+        stop.cut()
     return code
 
 
 DEFINITE = (cp_model.OPTIMAL, cp_model.FEASIBLE, cp_model.INFEASIBLE)
 
 
-def race(models: list[cp_model.CpModel], params: SolveParams, time_limit: float
+def race(models: list[cp_model.CpModel], params: SolveParams, budget: Budget, seconds: float
          ) -> tuple[int, Any, cp_model.CpSolver]:
     """Solve decision models, equivalent for the question asked, with one single-worker
     CP-SAT per worker, worker i on model i mod len(models) and its own seed, in threads
@@ -128,11 +129,11 @@ def race(models: list[cp_model.CpModel], params: SolveParams, time_limit: float
     28 s). Reproducible parameters (one worker, a seed) run one search on the first model."""
     workers = params.workers or 2
     if workers <= 1:
-        solver = new_solver(params, time_limit)
+        solver = new_solver(params, budget, seconds)
         return 0, solve(models[0], solver), solver
     base = params.seed or 0
     # each is one worker with a seed, yet not a reproducible run: keep to the wall clock
-    solvers = [new_solver(params.with_(workers=1, seed=base + i), time_limit, wall_clock=True)
+    solvers = [new_solver(params.with_(workers=1, seed=base + i), budget, seconds, wall_clock=True)
                for i in range(workers)]
     codes: list[Any] = [cp_model.UNKNOWN] * workers
 

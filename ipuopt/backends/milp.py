@@ -10,6 +10,7 @@ from collections.abc import Iterator
 
 import pulp
 
+from ipuopt.budget import Budget
 from ipuopt.errors import InputError
 from ipuopt.params import SolveParams
 from ipuopt.result import Status
@@ -65,12 +66,13 @@ class _WarmHiGHS(pulp.HiGHS):
         lp.solverModel.run()
 
 
-def solve(prob: pulp.LpProblem, params: SolveParams, warm: bool = False) -> tuple[Status, float | None]:
-    """Solve `prob`; its status and the proven bound on its objective (None when unknown).
+def solve(prob: pulp.LpProblem, params: SolveParams, budget: Budget, warm: bool = False
+          ) -> tuple[Status, float | None]:
+    """Solve `prob` within `budget`; its status and the proven bound on its objective (None when unknown).
     With `warm`, the variables' initial values are handed over as a starting solution."""
     name = milp_solver_name(params)
     msg = bool(params.options.get("msg", False)) or params.verbose
-    limit = params.budget()
+    limit = budget.limit()
     if name == "highs":
         # No `threads`: HiGHS keeps one global scheduler per process, and a solve asking for
         # another thread count than the first one fails without a solution.

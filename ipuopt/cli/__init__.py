@@ -14,10 +14,10 @@ import sys
 
 import typer
 
+from ipuopt.budget import Interrupted
 from ipuopt.cli.app import START, app
 from ipuopt.cli.terminal import STDOUT, err, exit_now
 from ipuopt.errors import InputError
-from ipuopt.params import Interrupted
 
 __all__ = ["START", "app", "loaded", "main"]
 

@@ -11,7 +11,7 @@ from typing import Annotated
 import typer
 
 from ipuopt import __version__
-from ipuopt.params import DEFAULT_TIME_LIMIT
+from ipuopt.budget import DEFAULT_TIME_LIMIT
 
 
 def _process_start(most: float = 30.0) -> float:

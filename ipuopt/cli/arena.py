@@ -8,13 +8,13 @@ from typing import Annotated
 
 import typer
 
+from ipuopt.budget import DEFAULT_TIME_LIMIT, Budget
 from ipuopt.cli.app import START, ExportOpt, GrainOpt, JsonOpt, PlanOpt, QuietOpt, VerboseOpt, app
 from ipuopt.cli.options import check_export, check_out, refuse_unread, write_export
 from ipuopt.cli.terminal import ProgressLines, interrupted, json_doc, num, reclaim_stdout, solver_log
 from ipuopt.errors import InputError
 from ipuopt.export import FORMS
 from ipuopt.io import FORMATS, write_atomic, write_document
-from ipuopt.params import DEFAULT_TIME_LIMIT
 from ipuopt.registry import resolve
 from ipuopt.spec import load_spec
 from ipuopt.workloads.fragments import parse_grain
@@ -78,14 +78,14 @@ def place_cmd(
     check_out(out, source, suffixes=(".csv",) if csv_in is not None else tuple(FORMATS))
     check_out(export, source, option="--export", suffixes=tuple(FORMS))
     check_export(export, out, solver)
-    params.start_clock(since=START)
+    budget = Budget(params.limit(), since=START)
     problem = load_csv(csv_in, capacity) if csv_in is not None else load_arena(arena)  # type: ignore[arg-type]
     if export is not None:
         from ipuopt.export import arena_model
 
         return write_export(lambda form: arena_model(problem, objective, form), export, json_out, source)
     with ProgressLines(quiet, f"place {solver}") as progress, solver_log(verbose):
-        res = place(problem, objective, solver, params, progress)
+        res = place(problem, objective, solver, params, progress, budget)
     offsets = res.solution.offsets
     if out is not None and offsets is not None:
         if csv_in is not None:
@@ -123,12 +123,12 @@ def _reschedule(workload: str, spec: str, plan: Path | None, grain: str | None, 
 
     chosen, params = resolve("exchange", method_name, time_limit=time_limit, field="--schedule-with")
     check_out(out, workload, spec, plan)
-    params.start_clock(since=START)
+    budget = Budget(params.limit(), since=START)
     wl = load_workload(workload)
     sp = load_spec(spec, field="--spec")
     with ProgressLines(quiet, f"reschedule {wl.name}") as progress:
         gen = generate(wl, sp, plan_layouts(plan, wl, sp), parse_grain(grain, sp))
-        doc = reschedule(gen, chosen.name, params, progress=progress)
+        doc = reschedule(gen, chosen.name, params, progress=progress, budget=budget).to_dict()
     if out:
         write_document(out, doc)
     if json_out:

@@ -8,6 +8,7 @@ from typing import Annotated, Any
 
 import typer
 
+from ipuopt.budget import DEFAULT_TIME_LIMIT, Budget, run_interruptible
 from ipuopt.cli.app import (
     START,
     ExportOpt,
@@ -42,7 +43,7 @@ from ipuopt.exchange.solve import solve
 from ipuopt.exchange.validate import validate
 from ipuopt.export import FORMS
 from ipuopt.io import read_document, write_document
-from ipuopt.params import DEFAULT_TIME_LIMIT, SolveParams, run_interruptible
+from ipuopt.params import SolveParams
 from ipuopt.registry import method
 from ipuopt.result import Bound, Result
 
@@ -92,14 +93,14 @@ def solve_cmd(
     check_out(out, phase, spec, profile)
     check_out(export, phase, spec, profile, option="--export", suffixes=tuple(FORMS))
     check_export(export, out, solver)
-    params.start_clock(method("exchange", backend).default_limit, since=START)
+    budget = Budget(params.limit(method("exchange", backend).default_limit), since=START)
     ph, sp = load_phase(phase, spec)
     if export is not None:
         from ipuopt.export import exchange_model
 
         return write_export(lambda form: exchange_model(ph, sp, form), export, json_out, phase)
     with ProgressLines(quiet, f"solve {backend}") as progress, solver_log(verbose):
-        res = solve(ph, sp, backend, params, progress)
+        res = solve(ph, sp, backend, params, progress, budget)
     if out:
         write_document(out, res.to_dict(), protect=(phase,))
     if res.interrupted:
@@ -134,20 +135,20 @@ def bounds_cmd(phase: Annotated[Path, typer.Argument(help="Phase file or bundled
     """Lower bounds on the phase's optimal horizon, each by name. Ctrl-C ends the searches
     early: the bounds found so far are printed (each still holds) and the exit code is 130."""
     params = SolveParams(time_limit=DEFAULT_TIME_LIMIT if parts and time_limit is None else time_limit)
-    params.start_clock(None, since=START)
+    budget = Budget(params.time_limit, since=START)
     ph, sp = load_phase(phase, spec)
     inst = Instance(ph, sp)
     with ProgressLines(quiet, "bounds") as progress:
         def work() -> list[Bound]:
             progress({"stage": "bounds"})
-            named = all_bounds(inst, params.stop.is_set)
-            if parts and not params.stop.is_set():
+            named = all_bounds(inst, budget.is_set)
+            if parts and not budget.is_set():
                 from ipuopt.exchange.split import part_bound
 
-                named.append(part_bound(inst, params, progress))
+                named.append(part_bound(inst, params, budget, progress))
             return named
 
-        bounds, stopped = run_interruptible(work, params.stop)
+        bounds, stopped = run_interruptible(work, budget)
     if bounds is None:  # they did not end within the grace after Ctrl-C
         err("interrupted: before the bounds were found; nothing printed")
         exit_now(130)

@@ -8,6 +8,7 @@ from typing import Annotated, Any
 
 import typer
 
+from ipuopt.budget import DEFAULT_TIME_LIMIT, Budget, Stopped
 from ipuopt.cli.app import (
     START,
     ExchangeOpt,
@@ -27,7 +28,6 @@ from ipuopt.cli.terminal import ProgressLines, err, interrupted, solver_log
 from ipuopt.errors import InputError
 from ipuopt.export import FORMS
 from ipuopt.io import write_document
-from ipuopt.params import DEFAULT_TIME_LIMIT, Stopped
 from ipuopt.registry import resolve
 from ipuopt.spec import load_spec
 
@@ -148,15 +148,14 @@ def layout_cmd(
     check_out(out, path, spec, profile)
     check_out(export, path, spec, option="--export", suffixes=tuple(FORMS))
     check_export(export, out, solver)
-    if time_limit is not None:
-        params.start_clock(since=START)
+    budget = Budget(time_limit, since=START)
     options = BuildOptions(within, min_utilisation, exchange, grain)
     if export is not None:
         from ipuopt.export import layout_model
 
         try:
             with ProgressLines(quiet, "layout problem") as progress:
-                problem_, _ = problem_of(problem, spec, k, options, progress, params.stop.check)
+                problem_, _ = problem_of(problem, spec, k, options, progress, budget.check)
         except Stopped:
             err(f"error: the time limit ({time_limit:g} s) ran out while building the layout problem of "
                 f"{problem}; give more time, or build it once with `ipuopt layout-problem`")
@@ -164,7 +163,7 @@ def layout_cmd(
         return write_export(lambda form: layout_model(problem_, form), export, json_out, path)
     with solver_log(verbose), ProgressLines(quiet, f"layout {solver}") as progress:
         res = plan_of(problem, spec, solver, params, k, options, width, beam,
-                      ranker(*again, progress) if again else None, progress)
+                      ranker(*again, budget, progress) if again else None, progress, budget)
     result = res.to_dict()
     if out and result["choice"]:
         write_document(out, result, protect=(path,))

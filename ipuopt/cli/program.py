@@ -10,6 +10,7 @@ from typing import Annotated, Any
 import typer
 import yaml
 
+from ipuopt.budget import DEFAULT_TIME_LIMIT, Budget, Interrupted, Stopped, run_interruptible
 from ipuopt.cli.app import (
     START,
     GrainOpt,
@@ -26,7 +27,7 @@ from ipuopt.cli.options import check_out, check_out_dir, exchange_params, one_so
 from ipuopt.cli.terminal import ProgressLines, err, interrupted, pct, reclaim_stdout
 from ipuopt.errors import InputError
 from ipuopt.io import write_atomic, write_document
-from ipuopt.params import DEFAULT_TIME_LIMIT, Interrupted, SolveParams, Stopped, run_interruptible
+from ipuopt.params import SolveParams
 from ipuopt.registry import method
 from ipuopt.spec import load_spec
 from ipuopt.workloads.fragments import grain_name, parse_grain
@@ -121,13 +122,13 @@ def run_cmd(
     backend, params = exchange_params(profile, solver, time_limit, workers, seed, param)
     check_out(out, workload, spec, plan, profile)
     one_source(layout, plan)
-    params.start_clock(method("exchange", backend).default_limit, since=START)
+    budget = Budget(params.limit(method("exchange", backend).default_limit), since=START)
     wl = load_workload(workload)
     sp = load_spec(spec, field="--spec")
     cut = parse_grain(grain, sp)
     with ProgressLines(quiet, f"run {wl.name}") as progress:
         gen = generate(wl, sp, {**plan_layouts(plan, wl, sp), **parse_layouts(layout, sp)}, cut)
-        run = run_program(gen, backend, params, progress)
+        run = run_program(gen, backend, params, progress, budget=budget)
     doc = run.to_dict()
     if out:
         write_document(out, doc)
@@ -179,17 +180,19 @@ def optimize_cmd(
     check_cluster(cluster)
     params = SolveParams(time_limit)
     check_out(out, workload, spec)
-    params.start_clock(since=START)
+    budget = Budget(params.limit(), since=START)
     wl = load_workload(workload)
     sp = load_spec(spec, field="--spec")
     cut = parse_grain(grain, sp)
     folder = None if out is None else out.with_name(out.name + ".cells")
     try:
         with ProgressLines(quiet, f"optimize {wl.name}") as progress, \
-                Cells(folder, cluster, workers or os.cpu_count() or 1, params.stop, progress) as cells:
+                Cells(folder, cluster, workers or os.cpu_count() or 1, budget, progress) as cells:
             # in a thread: Ctrl-C in any stage (the bound runs here, not in a cell) asks every
             # stage to stop, and the best program so far is kept
-            doc, _ = run_interruptible(lambda: optimize(wl, sp, cut, k, params, progress, cells), params.stop)
+            found, _ = run_interruptible(lambda: optimize(wl, sp, cut, k, params, progress, cells, budget),
+                                         budget)
+        doc = None if found is None else found.to_dict()
     except Stopped:  # only Ctrl-C gets here: a short time limit returns the baseline
         doc = None
     if doc is None:

@@ -11,7 +11,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from ipuopt.params import ASKED
+from ipuopt.budget import ASKED
 from ipuopt.result import Result
 
 

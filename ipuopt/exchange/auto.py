@@ -25,10 +25,11 @@ import time
 from dataclasses import dataclass
 from functools import partial
 
+from ipuopt.budget import Budget, Stopped
 from ipuopt.exchange.coarse import fragmented
 from ipuopt.exchange.greedy import greedy_schedule, timed_cost
 from ipuopt.exchange.instance import ExchangeMethod, Instance, Solution
-from ipuopt.params import Progress, SolveParams, Stopped
+from ipuopt.params import Progress, SolveParams
 from ipuopt.result import Result, Status
 
 CPSAT_UP_TO = 300  # transfers: CP-SAT's whole model still proves or nearly proves these
@@ -86,20 +87,15 @@ def pipeline(inst: Instance, limit: float, part: bool = False) -> tuple[Stage, .
     return (SPLIT, *stages) if len(inst.parts) > 1 else stages
 
 
-def _non_delay(inst: Instance, hint: Solution, params: SolveParams, progress: Progress | None) -> Result:
+def _non_delay(inst: Instance, hint: Solution, params: SolveParams, budget: Budget,
+               progress: Progress | None) -> Result:
     """The non-delay greedy (rule `time`) with each width policy; the best, or the hint."""
-    limit, t0 = params.budget(), time.perf_counter()
     best, best_h = hint, inst.horizon(hint)
-
-    def check() -> None:  # ends with the deadline or this stage's share
-        params.stop.check()
-        if time.perf_counter() - t0 > limit:
-            raise Stopped
 
     for credit in PAIRED_CREDITS:
         try:
             timed = greedy_schedule(inst.phase, inst.spec, "time", inst.timings, paired_credit=credit,
-                                    check=check)
+                                    check=budget.check)
         except Stopped:
             break
         if (h := inst.horizon(timed)) < best_h:
@@ -108,9 +104,9 @@ def _non_delay(inst: Instance, hint: Solution, params: SolveParams, progress: Pr
     return Result(status, best, best_h, inst.bound, solver="time")
 
 
-def solve_auto(inst: Instance, hint: Solution, params: SolveParams,
+def solve_auto(inst: Instance, hint: Solution, params: SolveParams, budget: Budget,
                progress: Progress | None = None, part: bool = False) -> Result:
-    limit, t0 = params.budget(), time.perf_counter()
+    limit, t0 = budget.limit(), time.perf_counter()
     best = Result(Status.FALLBACK, hint, inst.horizon(hint), inst.bound, solver="greedy")
     bound, ran, extras = inst.bound, [], {}
 
@@ -119,12 +115,12 @@ def solve_auto(inst: Instance, hint: Solution, params: SolveParams,
                  if "incumbent" in event else event)
 
     for stage in pipeline(inst, limit, part):
-        if params.stop.is_set() or best.status == Status.OPTIMAL:
+        if budget.is_set() or best.status == Status.OPTIMAL:
             break
         if progress is not None:
             progress({"stage": f"auto: {stage.name}"})
         left = max(0.0, limit - (time.perf_counter() - t0))
-        found = stage.method()(inst, best.solution, params.with_(time_limit=stage.share * left),
+        found = stage.method()(inst, best.solution, params, budget.share(stage.share * left, firm=False),
                                told if progress is not None else None)
         ran.append(stage.name)
         bound = max(bound, found.bound or 0)

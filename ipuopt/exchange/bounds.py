@@ -768,7 +768,7 @@ def _rest_union(timings: list[Timing], cores: dict[int, tuple[int, int]], spec: 
 
 def all_bounds(inst: Instance, enough: Callable[[], bool] | None) -> list[Bound]:
     """Every named bound; the group and clique searches, the slow ones, end early when
-    `enough()`. No default: a solver's stage passes its stop (`params.stop.is_set`), or
+    `enough()`. No default: a solver's stage passes its budget's (`budget.is_set`), or
     Ctrl-C would wait for the searches (split's parts did, 3.5 s a part); None runs them whole."""
     phase, spec, timings = inst.phase, inst.spec, inst.timings
     return [endpoint_bound(timings, spec), pair_bound(timings, spec),

@@ -16,11 +16,12 @@ from __future__ import annotations
 import time
 from collections import defaultdict
 
+from ipuopt.budget import Budget, Stopped
 from ipuopt.exchange.greedy import best_greedy
 from ipuopt.exchange.instance import ExchangeMethod, Instance, Solution
 from ipuopt.exchange.phase import Transfer
 from ipuopt.exchange.timing import Timing
-from ipuopt.params import Progress, SolveParams, Stopped
+from ipuopt.params import Progress, SolveParams
 from ipuopt.result import Result, Status
 from ipuopt.spec import Spec
 
@@ -96,8 +97,8 @@ def unrolled(timings: list[Timing], groups: list[list[int]], coarse: list[Timing
     return out_s, out_w
 
 
-def solve_coarse(inst: Instance, hint: Solution, params: SolveParams, progress: Progress | None = None,
-                 *, inner: ExchangeMethod) -> Result:
+def solve_coarse(inst: Instance, hint: Solution, params: SolveParams, budget: Budget,
+                 progress: Progress | None = None, *, inner: ExchangeMethod) -> Result:
     """`inner` (auto's pipeline, as auto calls it) on the blocks within the time limit,
     unrolled; the hint when it is no better or the phase has too few fragments per block.
     The bound stays the phase's own: a bound of the blocks holds for schedules of blocks only."""
@@ -107,24 +108,22 @@ def solve_coarse(inst: Instance, hint: Solution, params: SolveParams, progress: 
     if not fragmented(timings, boxes):
         return Result(Status.FALLBACK, hint, hinted, inst.bound, solver="coarse",
                       extras={"reason": "too few fragments per block"})
-    t0 = time.perf_counter()
-    limit = params.budget() or 0.0
+    limit = budget.limit()
     groups = blocks(timings, inst.bound // BLOCKS_PER_LANE, boxes)
     coarse = [block_timing(timings, g, spec) for g in groups]
     cinst = Instance.of(spec, coarse)
     if progress is not None:
         progress({"stage": f"coarse: {len(coarse)} blocks of {len(timings)} transfers"})
     try:
-        start = best_greedy(cinst, stop=params.stop, until=time.monotonic() + 0.3 * limit)[:2]
+        start = best_greedy(cinst, stop=budget, until=time.monotonic() + 0.3 * limit)[:2]
     except Stopped:  # Ctrl-C or the deadline before the blocks had a schedule
         return Result(Status.FALLBACK, hint, hinted, inst.bound, solver="coarse",
                       extras={"reason": "stopped"})
-    left = max(0.0, limit - (time.perf_counter() - t0))
 
     def told(event: dict) -> None:  # the inner stages' bound is the blocks' (0): say the phase's
         progress({**event, "bound": inst.bound} if "bound" in event else event)  # type: ignore[misc]
 
-    found = inner(cinst, start, params.with_(time_limit=left), told if progress is not None else None)
+    found = inner(cinst, start, params, budget, told if progress is not None else None)
     solution = unrolled(timings, groups, coarse, found.solution or start, spec)
     value = inst.horizon(solution)
     extras = {"blocks": len(coarse), "block_horizon": found.value}

@@ -30,21 +30,22 @@ from ortools.sat.python import cp_model
 
 from ipuopt.backends import cpsat
 from ipuopt.backends.cpsat import new_solver
+from ipuopt.budget import Budget, Stopped
 from ipuopt.exchange.conflicts import Conflicts, held_resources, root
 from ipuopt.exchange.greedy import greedy_schedule
 from ipuopt.exchange.instance import Instance, Solution, horizon_of, topological_by
 from ipuopt.exchange.timing import PAIRED, Timing
-from ipuopt.params import Progress, SolveParams, Stopped
+from ipuopt.params import Progress, SolveParams
 from ipuopt.result import Result, Status
 
 EXTRA_ROUNDS = (0, 1, 2)  # rounds beyond the fewest possible, tried in turn
 MAX_CELLS = 500_000  # transfers x rounds of one group's model: beyond, building it alone is slow
 
 
-def solve_colour(inst: Instance, hint: Solution, params: SolveParams,
+def solve_colour(inst: Instance, hint: Solution, params: SolveParams, budget: Budget,
                  progress: Progress | None = None) -> Result:
     spec, timings, lower = inst.spec, inst.timings, inst.bound
-    limit = params.budget()
+    limit = budget.limit()
     t0 = time.perf_counter()
     if progress is not None:
         progress({"stage": "colour"})
@@ -53,14 +54,14 @@ def solve_colour(inst: Instance, hint: Solution, params: SolveParams,
     n = len(timings)
     best = None  # (horizon, schedule, rounds, paired)
     for paired in (False, True):
-        colours = round_colours(timings, params, limit - (time.perf_counter() - t0), paired)
+        colours = round_colours(timings, params, budget, limit - (time.perf_counter() - t0), paired)
         if colours is None:
             continue
         order = topological_by(timings, [colours[i] * n + i for i in range(n)])
         for aware in (False, True):
             try:
                 found = greedy_schedule(phase, spec, timings=timings, order=order, borrow_aware=aware,
-                                        check=params.stop.check)
+                                        check=budget.check)
             except Stopped:
                 break
             h = horizon_of(timings, *found)
@@ -79,7 +80,7 @@ def solve_colour(inst: Instance, hint: Solution, params: SolveParams,
                   solver="colour", extras=extras)
 
 
-def round_colours(timings: list[Timing], params: SolveParams, limit: float,
+def round_colours(timings: list[Timing], params: SolveParams, budget: Budget, limit: float,
                   paired: bool = False) -> list[int] | None:
     """A round per transfer (see the module), or None when some group of tiles has no
     colouring found within its share of `limit`. With `paired`, a send that may be paired
@@ -91,19 +92,19 @@ def round_colours(timings: list[Timing], params: SolveParams, limit: float,
     groups = tile_groups(timings, paired)
     shapes = []
     for group in groups:  # Ctrl-C heard between groups: seconds on a reduction's 70 groups
-        if params.stop.is_set():
+        if budget.is_set():
             return None
         shapes.append(group_shape(timings, group, paired))
     colours = [0] * len(timings)
     done: dict[tuple, list[int]] = {}
     for group, shape in zip(groups, shapes, strict=True):
         if shape not in done:
-            if params.stop.is_set():
+            if budget.is_set():
                 return None
             left = limit - (time.perf_counter() - t0)
-            found = _colour_group(timings, group, params, left / (len(set(shapes)) - len(done)),
+            found = _colour_group(timings, group, params, budget, left / (len(set(shapes)) - len(done)),
                                   paired)
-            if found is None or params.stop.is_set():
+            if found is None or budget.is_set():
                 return None
             done[shape] = found
         for i, c in zip(group, done[shape], strict=True):
@@ -141,7 +142,7 @@ def group_shape(timings: list[Timing], group: list[int], paired: bool) -> tuple:
                  for tm, t in ((timings[i], timings[i].transfer) for i in group))
 
 
-def _colour_group(timings: list[Timing], group: list[int], params: SolveParams,
+def _colour_group(timings: list[Timing], group: list[int], params: SolveParams, budget: Budget,
                   limit: float, paired: bool = False) -> list[int] | None:
     """Colours of one group with the fewest rounds among EXTRA_ROUNDS that CP-SAT finds."""
     users: dict[tuple, list[int]] = defaultdict(list)
@@ -176,7 +177,7 @@ def _colour_group(timings: list[Timing], group: list[int], params: SolveParams,
             m.add_exactly_one(x[k])
             colour.append(sum(c * v for c, v in enumerate(x[k])))
         for clash in clashes:
-            if params.stop.is_set():  # building a group's model takes a second or more
+            if budget.is_set():  # building a group's model takes a second or more
                 return None
             if len(clash) > 1:
                 for c in range(rounds):
@@ -185,7 +186,7 @@ def _colour_group(timings: list[Timing], group: list[int], params: SolveParams,
         for k, i in enumerate(group):
             for a in timings[i].transfer.after:
                 m.add(colour[local[a]] + slots[local[a]] <= colour[k])
-        solver = new_solver(params.with_(options={}), left)
+        solver = new_solver(params.with_(options={}), budget, left)
         if cpsat.solve(m, solver) in (cp_model.OPTIMAL, cp_model.FEASIBLE):
             return [next(c for c, v in enumerate(x[k]) if solver.value(v)) for k in range(len(group))]
     return None

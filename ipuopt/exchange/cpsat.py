@@ -20,10 +20,11 @@ from ortools.sat.python import cp_model
 
 from ipuopt.backends import cpsat
 from ipuopt.backends.cpsat import new_solver
+from ipuopt.budget import Budget, Stopped
 from ipuopt.errors import InputError
 from ipuopt.exchange.instance import Instance, Solution, horizon_of
 from ipuopt.exchange.timing import ORDINARY, PAIRED, Timing
-from ipuopt.params import Progress, SolveParams, Stopped
+from ipuopt.params import Progress, SolveParams
 from ipuopt.result import Result, Status
 from ipuopt.spec import Spec
 
@@ -335,7 +336,7 @@ class _Probes:
             self.log.append([target, "open"])
 
 
-def solve_cpsat(inst: Instance, hint: Solution, params: SolveParams,
+def solve_cpsat(inst: Instance, hint: Solution, params: SolveParams, budget: Budget,
                 progress: Progress | None = None) -> Result:
     """Minimise the horizon; the greedy schedule is the hint and the fallback.
 
@@ -352,7 +353,7 @@ def solve_cpsat(inst: Instance, hint: Solution, params: SolveParams,
     options = dict(params.options)
     given = options.pop("prove_split", None)
     params = params.with_(options=options)
-    limit = params.budget()
+    limit = budget.limit()
     number = isinstance(given, int | float) and not isinstance(given, bool)
     if given is not None and not (number and 0 < given <= 1):
         raise InputError.one("", "params.prove_split", f"must be a number in (0, 1], got {given!r}")
@@ -363,7 +364,7 @@ def solve_cpsat(inst: Instance, hint: Solution, params: SolveParams,
     tell = progress or (lambda info: None)
     tell({"stage": "cpsat: building the model"})
     try:
-        em = build_model(spec, timings, upper, lower, check=params.stop.check)
+        em = build_model(spec, timings, upper, lower, check=budget.check)
     except Stopped:
         return Result(Status.FALLBACK, hint, upper, None, time.perf_counter() - t0, "cpsat",
                       {"reason": "stopped while building the model"})
@@ -383,7 +384,7 @@ def solve_cpsat(inst: Instance, hint: Solution, params: SolveParams,
     em.model.add_hint(em.horizon, upper)
     build = time.perf_counter() - t0
     tell({"stage": "cpsat: search"})
-    solver = new_solver(params, limit * split)
+    solver = new_solver(params, budget, limit * split)
     code = cpsat.solve(em.model, solver, progress)
     extras = {"build_s": round(build, 3), "prove_split": split, **em.stats}
 
@@ -398,7 +399,7 @@ def solve_cpsat(inst: Instance, hint: Solution, params: SolveParams,
         solution = _read(solver, em)
         status, bound = cpsat.STATUS[code], int(solver.best_objective_bound)
         incumbent = int(solver.value(em.horizon))
-    elif split >= 1 or params.stop.is_set():
+    elif split >= 1 or budget.is_set():
         return done(Status.FALLBACK, hint, upper, None)
     else:
         solution, status, bound, incumbent = hint, Status.FALLBACK, lower, upper
@@ -412,7 +413,7 @@ def solve_cpsat(inst: Instance, hint: Solution, params: SolveParams,
         for other in models[1:]:
             other.model.clear_objective()
         probe = _Probes(bound, incumbent)
-        while not probe.done and not params.stop.is_set():
+        while not probe.done and not budget.is_set():
             remaining = float(limit) - (time.perf_counter() - t0)
             if remaining < 0.1:
                 break
@@ -420,7 +421,7 @@ def solve_cpsat(inst: Instance, hint: Solution, params: SolveParams,
             for one in models:
                 domain = one.model.proto.variables[one.horizon.index].domain  # [lower, upper]
                 domain[0], domain[1] = probe.lo, target
-            which, code, decide = cpsat.race([one.model for one in models], params, share)
+            which, code, decide = cpsat.race([one.model for one in models], params, budget, share)
             found = None
             if code in (cp_model.OPTIMAL, cp_model.FEASIBLE):
                 solution = _read(decide, models[which])

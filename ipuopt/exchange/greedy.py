@@ -15,12 +15,12 @@ from functools import partial
 
 import numpy as np
 
+from ipuopt.budget import Budget, Stopped
 from ipuopt.exchange import packed
 from ipuopt.exchange.instance import Instance, horizon_of, successors, topological_by
 from ipuopt.exchange.lanes import Lanes, earliest
 from ipuopt.exchange.phase import Phase
 from ipuopt.exchange.timing import ORDINARY, PAIRED, Timing, phase_timings
-from ipuopt.params import Stop, Stopped
 from ipuopt.spec import Spec
 
 RULES = ("load", "longest", "input", "reverse", "rotate", "time")
@@ -216,7 +216,7 @@ def timed_cost(timings: list[Timing]) -> float:
     return 4e-4 * sum(1 + len(tm.arrival) for tm in timings)
 
 
-def best_greedy(inst: Instance, rules: tuple[str, ...] | None = None, stop: Stop | None = None,
+def best_greedy(inst: Instance, rules: tuple[str, ...] | None = None, stop: Budget | None = None,
                 until: float | None = None, habits: frozenset[str] = frozenset(), quick: bool = False,
                 ) -> tuple[dict[str, int], dict[str, str], str]:
     """Run the priority rules, each with both width policies on phases up to `QUICK_UP_TO`
@@ -236,7 +236,7 @@ def best_greedy(inst: Instance, rules: tuple[str, ...] | None = None, stop: Stop
         t0 = time.monotonic()
         if best is not None and stop is not None and (
                 stop.is_set() or (until is not None and t0 + slowest >= until)):
-            stop.wall_cut = True  # the clock, not the rules, ended it
+            stop.cut()  # the clock, not the rules, ended it
             break
         check = None if stop is None else partial(stop.check, deadline=best is not None)
         try:
@@ -245,7 +245,7 @@ def best_greedy(inst: Instance, rules: tuple[str, ...] | None = None, stop: Stop
         except Stopped:
             if best is None:
                 raise
-            stop.wall_cut = True  # type: ignore[union-attr]
+            stop.cut()  # type: ignore[union-attr]
             break
         slowest = max(slowest, time.monotonic() - t0)
         h = horizon_of(timings, starts, widths)

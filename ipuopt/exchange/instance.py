@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
 
+from ipuopt.budget import Budget
 from ipuopt.exchange.conflicts import parts
 from ipuopt.exchange.phase import Phase
 from ipuopt.exchange.timing import Timing, phase_timings
@@ -59,7 +60,7 @@ class Instance:
 
 # How every exchange method is called: from a schedule (the greedy's, or the best so far) to
 # a result never worse than it.
-ExchangeMethod = Callable[[Instance, Solution, SolveParams, Progress | None], Result]
+ExchangeMethod = Callable[[Instance, Solution, SolveParams, Budget, Progress | None], Result]
 
 
 def horizon_of(timings: list[Timing], starts: dict[str, int], widths: dict[str, str]) -> int:

@@ -18,18 +18,19 @@ from __future__ import annotations
 import random
 import time
 
+from ipuopt.budget import Budget, Stopped
 from ipuopt.errors import InputError
 from ipuopt.exchange.greedy import greedy_schedule, timed_cost
 from ipuopt.exchange.instance import Instance, Solution, horizon_of, topological_by
 from ipuopt.exchange.timing import Timing
-from ipuopt.params import Progress, SolveParams, Stopped
+from ipuopt.params import Progress, SolveParams
 from ipuopt.result import Result, Status
 
 
-def solve_iterated(inst: Instance, hint: Solution, params: SolveParams,
+def solve_iterated(inst: Instance, hint: Solution, params: SolveParams, budget: Budget,
                    progress: Progress | None = None) -> Result:
     spec, timings, lower = inst.spec, inst.timings, inst.bound
-    limit = params.budget()
+    limit = budget.limit()
     if progress is not None:
         progress({"stage": "iterated"})
     most = params.options.get("rounds")  # a fixed number of rounds: reproducible with a seed
@@ -43,12 +44,8 @@ def solve_iterated(inst: Instance, hint: Solution, params: SolveParams,
     rounds = stale = 0
     timed = timed_cost(timings)  # of a non-delay round: estimated, then measured
 
-    def check() -> None:  # a round ends with Ctrl-C, the deadline, or this method's share
-        params.stop.check()
-        if most is None and time.perf_counter() - t0 > limit:
-            raise Stopped
     work = max(1, max(_tile_work(timings).values(), default=1))
-    while (best[0] > lower and time.perf_counter() - t0 < limit and not params.stop.is_set()
+    while (best[0] > lower and not budget.is_set()
            and (most is None or rounds < most)):
         rounds += 1
         h, starts, widths = current
@@ -63,7 +60,7 @@ def solve_iterated(inst: Instance, hint: Solution, params: SolveParams,
                     for tid, lt in zip(ids, late, strict=True)]
             try:
                 new = greedy_schedule(phase, spec, timings=timings, order=topological_by(timings, keys),
-                                      borrow_aware=rng.random() < 0.5, check=check)
+                                      borrow_aware=rng.random() < 0.5, check=budget.check)
             except Stopped:
                 break
         else:  # the non-delay engine with the late ones first; no noise: its ties fall by
@@ -73,7 +70,7 @@ def solve_iterated(inst: Instance, hint: Solution, params: SolveParams,
             try:
                 new = greedy_schedule(phase, spec, "time", timings, bias=[-push if lt else 0 for lt in late],
                                       paired_credit=rng.choice((0.0, 0.25, 0.5, 1.0)),
-                                      window=rng.choice((1, 16, 64)), check=check)
+                                      window=rng.choice((1, 16, 64)), check=budget.check)
             except Stopped:
                 break
             timed = time.perf_counter() - began  # slower on wide multicasts: not past the limit

@@ -17,36 +17,30 @@ at least `STALE`): improvements come in bursts, some after dozens of passes, ove
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 
 import numpy as np
 
+from ipuopt.budget import Budget, Stopped
 from ipuopt.errors import InputError
 from ipuopt.exchange.instance import Instance, Solution
 from ipuopt.exchange.packed import Packed, packed
-from ipuopt.params import Progress, SolveParams, Stopped
+from ipuopt.params import Progress, SolveParams
 from ipuopt.result import Result, Status
 
 STALE = 8  # passes in a row without a better horizon: settled, at the least
 
 
-def solve_justify(inst: Instance, hint: Solution, params: SolveParams,
+def solve_justify(inst: Instance, hint: Solution, params: SolveParams, budget: Budget,
                   progress: Progress | None = None) -> Result:
-    limit, t0 = params.budget(), time.perf_counter()
     most = params.options.get("passes")
     if most is not None and (not isinstance(most, int) or most < 0):
         raise InputError.one("", "params.passes", f"must be a whole number >= 0, got {most!r}")
     if progress is not None:
         progress({"stage": "justify"})
 
-    def check() -> None:  # a pass ends with Ctrl-C, the deadline, or this method's share
-        params.stop.check()
-        if most is None and time.perf_counter() - t0 > limit:
-            raise Stopped
-
     try:
-        forward = packed(inst.timings, inst.spec, check=check)
+        forward = packed(inst.timings, inst.spec, check=budget.check)
     except Stopped:  # before a single pass: the schedule it was given
         return Result(Status.FALLBACK, hint, inst.horizon(hint), inst.bound, solver="justify",
                       extras={"passes": 0})
@@ -57,7 +51,7 @@ def solve_justify(inst: Instance, hint: Solution, params: SolveParams,
     passes = stale = 0
     while best[0] > inst.bound and stale < max(STALE, passes - stale) and (most is None or passes < most):
         try:
-            mirror, ahead, end = one_pass(forward, backward, end, check)
+            mirror, ahead, end = one_pass(forward, backward, end, budget.check)
         except Stopped:
             break
         passes += 1

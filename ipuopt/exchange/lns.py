@@ -24,12 +24,13 @@ from ortools.sat.python import cp_model
 
 from ipuopt.backends import cpsat
 from ipuopt.backends.cpsat import new_solver
+from ipuopt.budget import Budget, Stopped
 from ipuopt.errors import InputError
 from ipuopt.exchange.conflicts import touched
 from ipuopt.exchange.cpsat import build_model, completion
 from ipuopt.exchange.instance import Instance, Solution
 from ipuopt.exchange.timing import ORDINARY, PAIRED, Timing
-from ipuopt.params import Progress, SolveParams, Stopped
+from ipuopt.params import Progress, SolveParams
 from ipuopt.result import Result, Status
 
 # A sub-model keeps at most this many transfers per free one (fixed around them); beyond it a
@@ -62,11 +63,11 @@ def _tile_block(anchor: str, by_id: dict[str, Timing], by_tile: dict[int, list[s
     return free
 
 
-def solve_lns(inst: Instance, hint: Solution, params: SolveParams,
+def solve_lns(inst: Instance, hint: Solution, params: SolveParams, budget: Budget,
               progress: Progress | None = None) -> Result:
     spec, timings, lower = inst.spec, inst.timings, inst.bound
     options = dict(params.options)
-    limit = params.budget()
+    limit = budget.limit()
     if progress is not None:
         progress({"stage": "lns"})
     free_n = int(options.pop("free", 200))
@@ -90,7 +91,7 @@ def solve_lns(inst: Instance, hint: Solution, params: SolveParams,
     try:  # seconds on a large multicast phase: Ctrl-C is heard here too (it waited 10-15 s)
         for k, tm in enumerate(timings):
             if k % 4096 == 0:
-                params.stop.check()
+                budget.check()
             tid = tm.transfer.id
             resources[tid] = touched(tm, spec)
             for r in resources[tid]:
@@ -123,7 +124,7 @@ def solve_lns(inst: Instance, hint: Solution, params: SolveParams,
     history = [(0.0, horizon)]
     steps = improved = 0
     while ((time.perf_counter() - t0 < limit - 0.05) if most is None else steps < most) and horizon > lower \
-            and ids and not params.stop.is_set():
+            and ids and not budget.is_set():
         steps += 1
         order = sorted(ids, key=lambda t: starts[t])
         order_starts = [starts[t] for t in order]
@@ -150,7 +151,7 @@ def solve_lns(inst: Instance, hint: Solution, params: SolveParams,
         sub = [by_id[t] for t in ids if t in keep]
         try:
             em = build_model(spec, sub, horizon, max(lower, outside), fixed, {t: (lo, hi) for t in free},
-                             params.stop.check)
+                             budget.check)
         except Stopped:
             break
         completions = [completion(by_id[t], em.starts, em.paired) for t in free]
@@ -162,7 +163,8 @@ def solve_lns(inst: Instance, hint: Solution, params: SolveParams,
             if not isinstance(em.paired[t], int):
                 em.model.add_hint(em.paired[t], hint_w[t] == PAIRED)
         remaining = limit - (time.perf_counter() - t0)
-        solver = new_solver(params, sub_limit if most is not None else max(0.05, min(sub_limit, remaining)))
+        seconds = sub_limit if most is not None else max(0.05, min(sub_limit, remaining))
+        solver = new_solver(params, budget, seconds)
         code = cpsat.solve(em.model, solver)
         if code not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
             continue

@@ -18,9 +18,10 @@ from typing import Any
 import pulp
 
 from ipuopt.backends import milp
+from ipuopt.budget import Budget, Stopped
 from ipuopt.exchange.instance import Instance, Solution
 from ipuopt.exchange.timing import ORDINARY, PAIRED, Timing
-from ipuopt.params import Progress, SolveParams, Stopped
+from ipuopt.params import Progress, SolveParams
 from ipuopt.result import Result, Status
 from ipuopt.spec import Spec
 
@@ -196,24 +197,24 @@ def _lane_chains(prob: pulp.LpProblem, res: tuple, items: list, by_id: dict[str,
                            + pulp.lpSum(lmin[j] * before(i, j) for j in others), f"chain_after_{n}")
 
 
-def solve_milp(inst: Instance, hint: Solution, params: SolveParams,
+def solve_milp(inst: Instance, hint: Solution, params: SolveParams, budget: Budget,
                progress: Progress | None = None) -> Result:
     """Minimise the horizon below the greedy one; the greedy schedule is the fallback."""
     spec, timings, lower = inst.spec, inst.timings, inst.bound
     milp.check_options(params)
     upper = inst.horizon(hint)
     t0 = time.perf_counter()
-    if params.budget() < 0.05:
+    if budget.limit() < 0.05:
         return Result(Status.FALLBACK, hint, upper, None, solver="milp", extras={"reason": "no time left"})
     try:
         prob, starts, paired, horizon, order = build_milp(spec, timings, upper, lower,
-                                                          params.stop.check, params.budget())
+                                                          budget.check, budget.limit())
         warm_start(spec, timings, hint, starts, paired, horizon, order)
     except (Stopped, TooLarge) as exc:
         why = str(exc) or "stopped while building the model"
         return Result(Status.FALLBACK, hint, upper, None, time.perf_counter() - t0, "milp", {"reason": why})
     build = time.perf_counter() - t0
-    status, dual = milp.solve(prob, params, warm=True)
+    status, dual = milp.solve(prob, params, budget, warm=True)
     extras = {"build_s": round(build, 3), "solve_s": round(time.perf_counter() - t0 - build, 3),
               "milp_solver": milp.milp_solver_name(params), "variables": len(prob.variables()),
               "constraints": prob.numConstraints()}

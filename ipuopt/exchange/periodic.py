@@ -25,12 +25,13 @@ from ortools.sat.python import cp_model
 
 from ipuopt.backends import cpsat
 from ipuopt.backends.cpsat import new_solver
+from ipuopt.budget import Budget, Stopped
 from ipuopt.exchange.colour import group_shape, tile_groups
 from ipuopt.exchange.cpsat import build_model, identical_groups
 from ipuopt.exchange.greedy import greedy_schedule
 from ipuopt.exchange.instance import Instance, Solution, horizon_of, topological_by
 from ipuopt.exchange.timing import ORDINARY, PAIRED, Timing
-from ipuopt.params import Progress, SolveParams, Stopped
+from ipuopt.params import Progress, SolveParams
 from ipuopt.result import Result, Status
 from ipuopt.spec import Spec
 
@@ -38,10 +39,10 @@ MAX_KINDS = 64  # fragments of one round: beyond, the rounds' model is no longer
 FOLDS = (1, 2)  # rounds one pattern spans, tried in turn
 
 
-def solve_periodic(inst: Instance, hint: Solution, params: SolveParams,
+def solve_periodic(inst: Instance, hint: Solution, params: SolveParams, budget: Budget,
                    progress: Progress | None = None) -> Result:
     spec, timings = inst.spec, inst.timings
-    limit, t0 = params.budget(), time.perf_counter()
+    limit, t0 = budget.limit(), time.perf_counter()
     hinted = horizon_of(timings, *hint)
     if progress is not None:
         progress({"stage": "periodic"})
@@ -51,12 +52,12 @@ def solve_periodic(inst: Instance, hint: Solution, params: SolveParams,
     found: dict[tuple, tuple[list[float], int] | None] = {}
     periods = []
     for group, shape in zip(groups, shapes, strict=True):
-        if params.stop.is_set():
+        if budget.is_set():
             break
         if shape not in found:
             left = limit - (time.perf_counter() - t0)
             share = 0.8 * left / max(1, len(set(shapes)) - len(found))
-            found[shape] = _pattern(spec, [timings[i] for i in group], params, share)
+            found[shape] = _pattern(spec, [timings[i] for i in group], params, budget, share)
         if found[shape] is not None:
             local, period = found[shape]
             periods.append(period)
@@ -71,7 +72,7 @@ def solve_periodic(inst: Instance, hint: Solution, params: SolveParams,
     for aware in (False, True):
         try:
             placed = greedy_schedule(inst.phase, spec, timings=timings, order=order, borrow_aware=aware,
-                                     check=params.stop.check)
+                                     check=budget.check)
         except Stopped:
             break
         if (h := horizon_of(timings, *placed)) < best_h:
@@ -83,7 +84,7 @@ def solve_periodic(inst: Instance, hint: Solution, params: SolveParams,
     return Result(status, best, best_h, inst.bound, time.perf_counter() - t0, "periodic", extras)
 
 
-def _pattern(spec: Spec, group: list[Timing], params: SolveParams,
+def _pattern(spec: Spec, group: list[Timing], params: SolveParams, budget: Budget,
              limit: float) -> tuple[list[float], int] | None:
     """Per transfer of the group, its start in the repeating pattern (round r at r * P), and
     P per round; None when the group has fewer than two rounds or no pattern is found in
@@ -98,7 +99,7 @@ def _pattern(spec: Spec, group: list[Timing], params: SolveParams,
         if rounds < 2 or len(kinds) > MAX_KINDS:
             break
         left = limit - (time.perf_counter() - t0)
-        found = _least_pattern(spec, kinds, rounds, params, left / 2 if fold == FOLDS[0] else left,
+        found = _least_pattern(spec, kinds, rounds, params, budget, left / 2 if fold == FOLDS[0] else left,
                                None if best is None else math.ceil(best[0] * fold))
         if found is not None and (best is None or found[1] / fold < best[0]):
             best = (found[1] / fold, kinds, *found)
@@ -121,7 +122,7 @@ def _streams(group: list[Timing]) -> list[list[Timing]]:
     return [s for s in alike if 2 * len(s) >= most]
 
 
-def _least_pattern(spec: Spec, kinds: list[list[Timing]], rounds: int, params: SolveParams,
+def _least_pattern(spec: Spec, kinds: list[list[Timing]], rounds: int, params: SolveParams, budget: Budget,
                    limit: float, below: int | None) -> tuple[tuple[list[int], list[str]], int] | None:
     """The least period found in `limit` (below `below`, when given) for which one round's
     pattern repeats (`_round_model`), and the pattern: up from the least period the lanes and
@@ -136,10 +137,10 @@ def _least_pattern(spec: Spec, kinds: list[list[Timing]], rounds: int, params: S
     step, period, last_no = 1, least, least - 1
     while period < (best[1] if best else below or math.inf):
         left = limit - (time.perf_counter() - t0)
-        if left <= 0 or params.stop.is_set():
+        if left <= 0 or budget.is_set():
             break
         many = min(rounds, math.ceil((period + tail - early) / period) + 1)  # every two rounds that can meet
-        got = _round_model(spec, kinds, many, period, params, min(left, max(1.0, limit / 8)))
+        got = _round_model(spec, kinds, many, period, params, budget, min(left, max(1.0, limit / 8)))
         if got is not None:
             best = (got, period)
             step, period = 1, last_no + max(1, (period - last_no) // 2)
@@ -161,7 +162,7 @@ def _least_period(spec: Spec, one: list[Timing]) -> int:
 
 
 def _round_model(spec: Spec, kinds: list[list[Timing]], rounds: int, period: int,
-                 params: SolveParams, limit: float) -> tuple[list[int], list[str]] | None:
+                 params: SolveParams, budget: Budget, limit: float) -> tuple[list[int], list[str]] | None:
     """Starts in [0, period) and widths of one transfer of each kind (the first at 0: only starts modulo
     the period matter) such that `rounds` rounds, each shifted by r * period with the same
     widths, keep every rule. None when CP-SAT finds none in `limit`."""
@@ -180,7 +181,7 @@ def _round_model(spec: Spec, kinds: list[list[Timing]], rounds: int, period: int
             if not isinstance(em.paired[a], int):
                 m.add(em.paired[b] == em.paired[a])
     m.clear_objective()
-    solver = new_solver(params.with_(options={}), max(0.05, limit))
+    solver = new_solver(params.with_(options={}), budget, max(0.05, limit))
     if cpsat.solve(m, solver) not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         return None
     lits = [em.paired[tm.transfer.id] for tm in sub[:k]]

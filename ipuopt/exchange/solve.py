@@ -5,13 +5,14 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from ipuopt.budget import Budget, Interrupted, run_interruptible
 from ipuopt.exchange.bounds import all_bounds, best_bound
 from ipuopt.exchange.greedy import best_greedy
 from ipuopt.exchange.instance import Instance
 from ipuopt.exchange.phase import Phase
 from ipuopt.exchange.schedule import Schedule
 from ipuopt.exchange.validate import validate
-from ipuopt.params import Interrupted, Progress, SolveParams, run_interruptible
+from ipuopt.params import Progress, SolveParams
 from ipuopt.registry import HABITS, method
 from ipuopt.result import Result, Status
 from ipuopt.spec import Spec
@@ -27,23 +28,22 @@ RESERVE_PER_TRANSFER, RESERVE_PER_RECEIVE = 5e-5, 1e-5
 
 def solve(phase: Phase, spec: Spec, backend: str = "greedy",
           params: SolveParams | dict[str, Any] | None = None,
-          progress: Progress | None = None) -> Result[Schedule]:
+          progress: Progress | None = None, budget: Budget | None = None) -> Result[Schedule]:
     """Schedule `phase` on `spec` with `backend`; every returned schedule passes the validator.
 
-    Every method but the plain greedy has a wall-clock time limit (`DEFAULT_TIME_LIMIT` when
-    none is given) for all of it: bounds, greedy, search, validation. Ctrl-C at any stage
+    Every method but the plain greedy has a wall-clock time limit (`budget`, or one started
+    from `params`' time limit, `DEFAULT_TIME_LIMIT` when none is given) for all of it:
+    bounds, greedy, search, validation. Ctrl-C at any stage
     stops it and returns the best schedule so far (status `feasible`, or `fallback` with the
     greedy's), marked `interrupted`; before the greedy's first schedule there is none, and
     `Interrupted` is raised."""
     chosen = method("exchange", backend, "solver")
     params = SolveParams.of(params)
     t0 = time.perf_counter()
-    timed = backend != "greedy" or params.time_limit is not None
-    if timed:
-        params.start_clock()
-    inner = params.sooner(0.05 + RESERVE_PER_TRANSFER * len(phase.transfers)
-                          + RESERVE_PER_RECEIVE * sum(len(t.dst) for t in phase.transfers))
-    limit, m0 = inner.budget() if timed else None, time.monotonic()
+    budget = Budget.of(params.limit(chosen.default_limit), budget)
+    inner = budget.reserve(0.05 + RESERVE_PER_TRANSFER * len(phase.transfers)
+                           + RESERVE_PER_RECEIVE * sum(len(t.dst) for t in phase.transfers))
+    limit, m0 = inner.left(), time.monotonic()
     kept: dict[str, Any] = {}  # what is known so far, kept when the rest is cut short
 
     def work() -> Result:
@@ -53,27 +53,27 @@ def solve(phase: Phase, spec: Spec, backend: str = "greedy",
         until = None if limit is None else m0 + GREEDY_SHARE * limit
         kept["habits"] = habits = frozenset(k for k in HABITS if backend == "greedy"
                                             and params.options.get(k) is True)
-        starts, widths, rule = best_greedy(inst, stop=inner.stop, until=until, habits=habits,
+        starts, widths, rule = best_greedy(inst, stop=inner, until=until, habits=habits,
                                            quick=params.options.get("quick") is True)
         kept["greedy"] = greedy = Result(Status.FEASIBLE, (starts, widths), inst.horizon((starts, widths)),
                                          solver=f"greedy/{rule}")
 
         def enough() -> bool:
-            if inner.stop.is_set() or (limit is not None
-                                       and time.monotonic() > m0 + (GREEDY_SHARE + BOUND_SHARE) * limit):
-                inner.stop.wall_cut = True
+            if inner.is_set() or (limit is not None
+                                  and time.monotonic() > m0 + (GREEDY_SHARE + BOUND_SHARE) * limit):
+                inner.cut()
                 return True
             return False
 
         tell({"stage": "bounds", "incumbent": greedy.value})
         kept["bounds"] = all_bounds(inst, enough)
         greedy.bound = inst.bound = best_bound(kept["bounds"]).value
-        if backend == "greedy" or params.stop.interrupted:
+        if backend == "greedy" or budget.interrupted:
             return greedy
         tell({"stage": backend, "bound": inst.bound})
-        return chosen.load()(inst, (starts, widths), inner, progress)
+        return chosen.load()(inst, (starts, widths), params, inner, progress)
 
-    found, interrupted = run_interruptible(work, params.stop)
+    found, interrupted = run_interruptible(work, budget)
     if "greedy" not in kept:
         raise Interrupted("nothing found before the interrupt")
     held = kept["inst"].incumbent
@@ -87,8 +87,8 @@ def solve(phase: Phase, spec: Spec, backend: str = "greedy",
     extra: dict[str, Any] = {"greedy_horizon": greedy.value, "greedy_rule": greedy.solver.split("/", 1)[1]}
     if kept.get("habits"):
         extra["habits"] = sorted(kept["habits"])  # a baseline, not ipuopt's own greedy
-    if limit is not None:
-        extra["time_limit_s"] = params.limit()
+    if budget.seconds is not None:
+        extra["time_limit_s"] = budget.seconds
     result = found if found is not None else greedy
     reason = ""
     if backend != "greedy":
@@ -96,7 +96,7 @@ def solve(phase: Phase, spec: Spec, backend: str = "greedy",
             result = Result(Status.FALLBACK, greedy.solution, greedy.value, None, solver=backend)
         reason = result.extras.pop("reason", "")
         extra.update(result.extras)
-    if params.reproducible and inner.stop.wall_cut:
+    if params.reproducible and inner.wall_cut:
         extra["not_reproducible"] = ("the wall-clock limit ended a search (greedy rules, clique bound or "
                                      "CP-SAT) before its deterministic end")
     status = result.status

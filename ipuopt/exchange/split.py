@@ -11,9 +11,9 @@ longest part is proven, so is the phase.
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
+from ipuopt.budget import Budget
 from ipuopt.exchange.bounds import all_bounds, best_bound
 from ipuopt.exchange.cpsat import solve_cpsat
 from ipuopt.exchange.greedy import best_greedy
@@ -47,8 +47,8 @@ def kinds_of(inst: Instance) -> list[list[list[int]]]:
     return list(kinds.values())
 
 
-def solve_split(inst: Instance, hint: Solution, params: SolveParams, progress: Progress | None = None,
-                *, inner: ExchangeMethod) -> Result:
+def solve_split(inst: Instance, hint: Solution, params: SolveParams, budget: Budget,
+                progress: Progress | None = None, *, inner: ExchangeMethod) -> Result:
     """`inner` (auto, as auto calls it) on the phase's parts, longest first, each kind once (see
     the module's docstring); the hint when the phase is one part or nothing got shorter."""
     timings, hinted = inst.timings, inst.horizon(hint)
@@ -64,24 +64,22 @@ def solve_split(inst: Instance, hint: Solution, params: SolveParams, progress: P
 
     ends = [longest(g) for g in groups]
     lower, tried = inst.bound, set()
-    limit, t0 = params.budget() or 0.0, time.perf_counter()
     if progress is not None:
         progress({"stage": f"split: {len(found)} parts of {len(groups)} kinds"})
-    while not params.stop.is_set():
+    while not budget.is_set():
         k = max(range(len(groups)), key=lambda j: (ends[j], -j))
         if ends[k] <= lower or k in tried:
             break  # the longest part is at a bound, or no better in its time
         tried.add(k)
-        left = limit - (time.perf_counter() - t0)
         waiting = sum(e > lower for j, e in enumerate(ends) if j not in tried) + 1
         first = groups[k][0]
         sub = Instance.of(inst.spec, [timings[i] for i in first])
-        sub.bound = best_bound(all_bounds(sub, params.stop.is_set)).value
+        sub.bound = best_bound(all_bounds(sub, budget.is_set)).value
         ids = [timings[i].transfer.id for i in first]
         mine = ({t: starts[t] for t in ids}, {t: widths[t] for t in ids})
-        # its own wall clock: with one worker and a seed CP-SAT counts deterministic time,
-        # which may run far slower, and one part would take every other part's time
-        got = inner(sub, mine, params.share(max(0.0, left / waiting)), None)
+        # a firm share: with one worker and a seed CP-SAT counts deterministic time, which
+        # may run far slower, and one part would take every other part's time
+        got = inner(sub, mine, params, budget.share(budget.limit() / waiting), None)
         lower = max(lower, got.bound or 0, sub.bound)
         if got.solution is None or got.value >= ends[k]:
             continue
@@ -99,22 +97,23 @@ def solve_split(inst: Instance, hint: Solution, params: SolveParams, progress: P
     return Result(status, (starts, widths), value, lower, solver="split", extras=extras)
 
 
-def part_bound(inst: Instance, params: SolveParams, progress: Progress | None = None) -> Bound:
+def part_bound(inst: Instance, params: SolveParams, budget: Budget,
+               progress: Progress | None = None) -> Bound:
     """A part is a sub-phase, so CP-SAT's proven bound on one bounds the whole phase: the part
-    of the kind that ends last in its greedy schedule, for the time `params` gives
+    of the kind that ends last in its greedy schedule, for the time `budget` gives
     (`ipuopt bounds --parts`). On a reduction's five-tile groups the named bounds see one
     element's reads and writes, and CP-SAT proves ~10% more in minutes."""
     if len(inst.parts) < 2:
         return Bound("part", 0, "the phase is one part")
     groups = kinds_of(inst)
     subs = [Instance.of(inst.spec, [inst.timings[i] for i in group[0]]) for group in groups]
-    greedy = [best_greedy(sub, stop=params.stop) for sub in subs]
+    greedy = [best_greedy(sub, stop=budget) for sub in subs]
     k = max(range(len(subs)), key=lambda j: (subs[j].horizon(greedy[j][:2]), len(groups[j]), -j))
     sub, copies = subs[k], len(groups[k])
-    sub.bound = best_bound(all_bounds(sub, params.stop.is_set)).value
+    sub.bound = best_bound(all_bounds(sub, budget.is_set)).value
     if progress is not None:
         progress({"stage": f"part: CP-SAT on one of {copies} alike ({len(sub.timings)} transfers)"})
-    got = solve_cpsat(sub, greedy[k][:2], params, progress)  # its figures: the part's
+    got = solve_cpsat(sub, greedy[k][:2], params, budget, progress)  # its figures: the part's
     value = max(got.bound or 0, sub.bound)
     proven = "its optimum" if got.status == Status.OPTIMAL else f"proven, its best schedule {got.value}"
     return Bound("part", value, f"one of {copies} alike parts ({len(sub.timings)} transfers, the "

@@ -21,6 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ipuopt.budget import Stopped
 from ipuopt.errors import InputError
 from ipuopt.heap import bulk
 from ipuopt.layout.candidates import Catalogue
@@ -29,7 +30,6 @@ from ipuopt.layout.problem import LayoutProblem, layout_problem_from_dict
 from ipuopt.layout.pruning import prune, top, undominated
 from ipuopt.layout.ties import tied
 from ipuopt.layout.writing import document
-from ipuopt.params import Stopped
 from ipuopt.spec import Spec
 from ipuopt.workloads.fragments import Grain, grain_name
 from ipuopt.workloads.workload import Workload

@@ -7,18 +7,19 @@ import time
 from ortools.sat.python import cp_model
 
 from ipuopt.backends import cpsat
+from ipuopt.budget import Budget
 from ipuopt.layout.model import Structure
 from ipuopt.layout.problem import LayoutProblem
 from ipuopt.params import SolveParams
 from ipuopt.result import Result, Status
 
 
-def solve_layout_cpsat(problem: LayoutProblem, st: Structure, params: SolveParams,
+def solve_layout_cpsat(problem: LayoutProblem, st: Structure, params: SolveParams, budget: Budget,
                        exclude: list[dict[str, int]] = (), hint: dict[str, int] | None = None) -> Result:
     """Choice as operator -> candidate index; the beam's plan (`hint`) warm-starts it."""
     t0 = time.perf_counter()
     m, x = build_layout_cpsat(problem, st, exclude, hint)
-    solver = cpsat.new_solver(params)
+    solver = cpsat.new_solver(params, budget)
     code = cpsat.solve(m, solver)
     runtime = time.perf_counter() - t0
     if code not in (cp_model.OPTIMAL, cp_model.FEASIBLE):

@@ -10,19 +10,20 @@ import time
 import pulp
 
 from ipuopt.backends import milp
+from ipuopt.budget import Budget
 from ipuopt.layout.model import Structure
 from ipuopt.layout.problem import LayoutProblem
 from ipuopt.params import SolveParams
 from ipuopt.result import Result, Status
 
 
-def solve_layout_milp(problem: LayoutProblem, st: Structure, params: SolveParams,
+def solve_layout_milp(problem: LayoutProblem, st: Structure, params: SolveParams, budget: Budget,
                       exclude: list[dict[str, int]] = (), hint: dict[str, int] | None = None) -> Result:
     """Choice as operator -> candidate index. `exclude` rules out earlier plans (k-best)."""
     milp.check_options(params)
     t0 = time.perf_counter()
     prob, x = build_layout_milp(problem, st, exclude)
-    status, bound = milp.solve(prob, params)
+    status, bound = milp.solve(prob, params, budget)
     runtime = time.perf_counter() - t0
     if status not in (Status.OPTIMAL, Status.FEASIBLE):
         return Result(status, runtime=runtime, solver="milp")

@@ -11,12 +11,12 @@ from typing import Any
 
 import numpy as np
 
+from ipuopt.budget import Stopped
 from ipuopt.layout.candidates import INPUT_LAYOUT, Cand, Catalogue
 from ipuopt.layout.pricing import Held, input_held, move_bounds, move_floor, output_held
 from ipuopt.layout.pruning import floors_of
 from ipuopt.layout.run_floors import Probes, grid_of, receive_floors
 from ipuopt.layout.ties import Ties
-from ipuopt.params import Stopped
 from ipuopt.workloads.fragments import BOX
 from ipuopt.workloads.geometry import home_needs, operand_needs
 from ipuopt.workloads.records import Need

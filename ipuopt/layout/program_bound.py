@@ -52,6 +52,7 @@ import numpy as np
 from ortools.sat.python import cp_model
 
 from ipuopt.backends import cpsat
+from ipuopt.budget import Budget, Stopped
 from ipuopt.errors import InputError
 from ipuopt.exchange.bounds import group_bound
 from ipuopt.exchange.timing import phase_timings
@@ -70,7 +71,7 @@ from ipuopt.layout.pricing import (
     unicast_lanes,
 )
 from ipuopt.layout.row_pairs import RowPairFloors
-from ipuopt.params import SolveParams, Stopped
+from ipuopt.params import SolveParams
 from ipuopt.spec import Spec
 from ipuopt.workloads.fragments import BOX, Grain, grain_name, lane_work
 from ipuopt.workloads.gemm import PARTIAL_BYTES, Candidate
@@ -204,16 +205,17 @@ class _Program:
 def program_bound(wl: Workload, spec: Spec, grain: Grain = None, upper: int | None = None,
                   min_utilisation: float = 0.5, params: SolveParams | None = None,
                   fixed: dict[str, str] | None = None, say: Any = None,
-                  catalogue: Catalogue | None = None) -> ProgramBound:
-    """The bound (see the module's docstring). `fixed` (operator -> candidate id) bounds one
-    plan instead: what the tests compare with that plan's program. `catalogue`: the
-    workload's candidates from an earlier call (same spec, grain and share of tiles)."""
+                  catalogue: Catalogue | None = None, budget: Budget | None = None) -> ProgramBound:
+    """The bound (see the module's docstring), within `budget` (or `params`' time limit).
+    `fixed` (operator -> candidate id) bounds one plan instead: what the tests compare with
+    that plan's program. `catalogue`: the workload's candidates from an earlier call (same
+    spec, grain and share of tiles)."""
     t0 = time.perf_counter()
     params = params or SolveParams()
-    params.start_clock()
+    budget = Budget.of(params.limit(), budget)
     say = say or (lambda _m: None)
-    cat = catalogue or Catalogue(wl, spec, min_utilisation, grain, say, params.stop.check)
-    cat.say, cat.check = say, params.stop.check  # a catalogue built earlier answered to its own clock
+    cat = catalogue or Catalogue(wl, spec, min_utilisation, grain, say, budget.check)
+    cat.say, cat.check = say, budget.check  # a catalogue built earlier answered to its own clock
     prog = _Program(cat)
     moves = Moves(cat)
     moves.refresh(cat.cands, exact=False)  # floors valid whatever any producer leaves
@@ -241,17 +243,17 @@ def program_bound(wl: Workload, spec: Spec, grain: Grain = None, upper: int | No
         held, outside = taken, out
         if old is not None:
             model.inherit(old)
-        left = params.stop.left()
+        left = budget.left()
         cuts = _PairCuts(moves, model)
         with contextlib.suppress(Stopped):  # asked to stop: what was cut so far holds
             cuts.add(time.perf_counter() + (math.inf if left is None else CUT_SHARE * left))
         built = time.perf_counter() - building
         best, proven, rounds, plan, converged = 0, False, 0, {}, False
         grow = False
-        while not params.stop.is_set():
+        while not budget.is_set():
             rounds += 1
             solved = time.perf_counter()
-            bound, proven, found = model.solve(params, plan)
+            bound, proven, found = model.solve(params, budget, plan)
             solved = time.perf_counter() - solved
             best = max(best, bound)
             plan = found or plan
@@ -260,7 +262,7 @@ def program_bound(wl: Workload, spec: Spec, grain: Grain = None, upper: int | No
             if not unpriced and not unchecked:
                 converged = proven
                 break
-            room = params.stop.left()
+            room = budget.left()
             if truncated and outside is not None and best >= outside and (room is None or room > 2 * built):
                 grow = True  # the candidates left out cap the bound: hold twice as many, if that
                 break  # twice as large a build (and rounds after it) fits in the time left
@@ -268,7 +270,7 @@ def program_bound(wl: Workload, spec: Spec, grain: Grain = None, upper: int | No
                 # for as long as the model took to solve (at least AHEAD_S): a round's solve and
                 # its pricing each get about half of it
                 _price(moves, model, unpriced)
-                _price_generated(model, found, unchecked, params.stop.is_set)
+                _price_generated(model, found, unchecked, budget.is_set)
                 cuts.refresh()
                 began = time.perf_counter()
                 while time.perf_counter() - began < max(AHEAD_S, solved):
@@ -856,7 +858,7 @@ class _BoundModel:
                            >= sum(c * self.x[g][i] for i, c in prices.items()))
                 self.folded[(g, reduction)] = self.changed[(g, reduction)]
 
-    def solve(self, params: SolveParams, hint: dict[str, int] | None = None
+    def solve(self, params: SolveParams, budget: Budget, hint: dict[str, int] | None = None
               ) -> tuple[int, bool, dict[str, int]]:
         """The model's bound, whether proven optimal, and its best plan ({} when none)."""
         self._fold()
@@ -864,7 +866,7 @@ class _BoundModel:
         for h, i in (hint or {}).items():
             for j, v in enumerate(self.x[h]):
                 self.m.add_hint(v, i == j)
-        solver = cpsat.new_solver(params)
+        solver = cpsat.new_solver(params, budget)
         code = cpsat.solve(self.m, solver)
         if code == cp_model.INFEASIBLE:
             return math.inf, True, {}  # type: ignore[return-value]

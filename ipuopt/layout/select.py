@@ -11,12 +11,13 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from ipuopt.budget import Budget, Stopped
 from ipuopt.data_files import bundled_hint, bundled_names, bundled_path
 from ipuopt.errors import InputError
 from ipuopt.io import read_document
 from ipuopt.layout.problem import LayoutProblem, layout_problem_from_dict
 from ipuopt.layout.solve import Plan, plan
-from ipuopt.params import Progress, SolveParams, Stopped
+from ipuopt.params import Progress, SolveParams
 from ipuopt.result import Result, Status
 from ipuopt.spec import Spec, load_spec
 from ipuopt.workloads.fragments import Grain, parse_grain
@@ -143,31 +144,33 @@ Rerank = Callable[[list[dict[str, Any]], Workload, Spec, Grain], list[dict[str, 
 def plan_of(source: LayoutProblem | Workload | dict[str, Any] | str | Path, spec: Spec | str = "gc200",
             solver: str = "milp", params: SolveParams | None = None, k: int = 1,
             options: BuildOptions | None = None, width: int = 64, beam: int = 64,
-            rerank: Rerank | None = None, progress: Progress | None = None) -> Result[Plan]:
+            rerank: Rerank | None = None, progress: Progress | None = None,
+            budget: Budget | None = None) -> Result[Plan]:
     """The plan of whatever `source` names, always an answer for a workload: a build stopped
     by its share of the time limit (or by Ctrl-C) after its reference plan solves the
     reference's candidates instead (`BuildOptions.partial`), and before it hands back the
     compiler's plan, with its status and the reason."""
     params = params or SolveParams()
-    timed = params.stop.deadline is not None
-    building = params.share(BUILD_SHARE * (params.budget() or 0.0)) if timed else params
+    budget = Budget.of(params.time_limit, budget)  # without a limit the build has no end
+    building = budget if budget.end is None else budget.share(BUILD_SHARE * budget.limit())
     options = replace(options or BuildOptions(), partial=True)
     try:
-        problem, built = problem_of(source, spec, k, options, progress, building.stop.check,
-                                    building.stop.left if timed else None, fallback=True)
-        result = select(problem, solver, params, k, width, beam, built, rerank, progress)
+        problem, built = problem_of(source, spec, k, options, progress, building.check, building.left,
+                                    fallback=True)
+        result = select(problem, solver, params, k, width, beam, built, rerank, progress, budget)
     except BuildStopped as stop:
         result = stop.result
-    result.interrupted = params.stop.interrupted
+    result.interrupted = budget.interrupted
     return result
 
 
 def select(problem: LayoutProblem, solver: str = "milp", params: SolveParams | None = None, k: int = 1,
            width: int = 64, beam: int = 64, built: tuple[Workload, Spec] | None = None,
-           rerank: Rerank | None = None, progress: Progress | None = None) -> Result[Plan]:
+           rerank: Rerank | None = None, progress: Progress | None = None,
+           budget: Budget | None = None) -> Result[Plan]:
     """The plan (and the k best), with `rerank` the plans ranked by their scheduled programs
     too (the workload and spec: `built`, or those the problem names)."""
-    result = plan(problem, solver, params, k, width, beam)
+    result = plan(problem, solver, params, k, width, beam, budget)
     sol = result.solution
     sol.kept = problem.extra.get("kept")
     if rerank is not None and sol.choice:

@@ -6,6 +6,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from ipuopt.budget import Budget
 from ipuopt.errors import InputError
 from ipuopt.layout.beam import beam_search, trace
 from ipuopt.layout.model import structure
@@ -56,7 +57,7 @@ class Plan:
 
 
 def plan(problem: LayoutProblem, solver: str = "milp", params: SolveParams | dict | None = None,
-         k: int = 1, width: int = 64, beam: int = 64) -> Result[Plan]:
+         k: int = 1, width: int = 64, beam: int = 64, budget: Budget | None = None) -> Result[Plan]:
     """The plan: status, cycles, lower bound, choice (operator -> candidate id), the beam's
     plan and where it lost the exact one, and with k > 1 the k best distinct plans."""
     chosen = method("layout", solver)
@@ -66,6 +67,7 @@ def plan(problem: LayoutProblem, solver: str = "milp", params: SolveParams | dic
     if solver == "beam" and k > 1:
         raise InputError.one("", "--k", "the beam makes one plan: the k best need --solver milp or cpsat")
     params = SolveParams.of(params)
+    budget = Budget.of(params.limit(), budget)
     t0 = time.perf_counter()
     sol = Plan(problem.extra.get("workload", problem.name), problem.extra.get("spec"), {})
 
@@ -89,7 +91,7 @@ def plan(problem: LayoutProblem, solver: str = "milp", params: SolveParams | dic
         sol.choice = sol.beam["choice"]
         return done(Status.FEASIBLE, _cycles(problem, greedy.choice))
     run = chosen.load()
-    best = run(problem, st, params, hint=greedy.choice)
+    best = run(problem, st, params, budget, hint=greedy.choice)
     if best.solution is None and greedy.choice is not None and best.status != Status.INFEASIBLE:
         sol.choice = sol.beam["choice"]  # the best answer there is: the beam's
         return done(Status.FALLBACK, _cycles(problem, greedy.choice),
@@ -119,7 +121,7 @@ def plan(problem: LayoutProblem, solver: str = "milp", params: SolveParams | dic
     if k > 1:
         plans, seen = [best.solution], [best.solution]
         while len(plans) < k:
-            nxt = run(problem, st, params, exclude=seen)
+            nxt = run(problem, st, params, budget, exclude=seen)
             if nxt.solution is None:
                 break
             plans.append(nxt.solution)

@@ -24,9 +24,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from ipuopt.budget import Budget
 from ipuopt.errors import InputError
 from ipuopt.io import write_atomic
-from ipuopt.params import Progress, Stop
+from ipuopt.params import Progress
 
 
 def cell_key(*parts: Any) -> str:
@@ -77,10 +78,10 @@ class Cells:
     cluster runs them here, one after the other, unless `dask` asks for a cluster anyway."""
 
     def __init__(self, store: Store | Path | None = None, cluster: str | None = None, workers: int = 1,
-                 stop: Stop | None = None, progress: Progress | None = None, dask: bool = False) -> None:
+                 stop: Budget | None = None, progress: Progress | None = None, dask: bool = False) -> None:
         self.store = Folder(store) if isinstance(store, Path) else store
         self.cluster, self.workers, self.dask = cluster, max(1, workers), dask
-        self.stop = stop or Stop()
+        self.stop = stop or Budget()
         self.tell = progress or (lambda info: None)
         self.ran = self.reused = 0
         self._stack = ExitStack()

@@ -29,21 +29,23 @@ import math
 import time
 from array import array
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ipuopt.arena.validate import validate_placement
+from ipuopt.budget import Budget, Grant, Interrupted, Stopped
 from ipuopt.exchange.schedule import Schedule
 from ipuopt.exchange.solve import solve
 from ipuopt.exchange.timing import ORDINARY, PAIRED
 from ipuopt.layout.program_bound import ProgramBound, program_bound
-from ipuopt.params import Interrupted, Progress, SolveParams, Stopped
+from ipuopt.params import Progress, SolveParams
 from ipuopt.program.cells import Cell, Cells, cell_key
-from ipuopt.program.reschedule import PLACE_SHARE, PlacementTrial, horizons, judged, placements
+from ipuopt.program.reschedule import PLACE_SHARE, PlacementTrial, Rescheduled, horizons, judged, placements
 from ipuopt.program.run import run_program
 from ipuopt.result import Result, gap
 from ipuopt.spec import Spec
 from ipuopt.workloads.arena_export import default_offsets, readdress
+from ipuopt.workloads.fragments import Grain
 from ipuopt.workloads.gemm import GemmLayout, compiler_layouts
 from ipuopt.workloads.phases import generate
 from ipuopt.workloads.records import Generation
@@ -79,31 +81,6 @@ def _generation(ident: str, wl: Workload, spec: Spec, choice: dict[str, str], gr
     return _GENERATIONS[key]
 
 
-Budget = SolveParams | tuple[float, float]  # a share of this clock, or (seconds, epoch deadline)
-
-
-def _params(given: Budget, **options: Any) -> SolveParams:
-    """A cell's budget (with these solver options), called first thing in the cell. On a worker
-    (seconds, deadline) starts counting at once, so that generating the plan there is inside
-    it, and never runs past the command's deadline (time.time(): another process's monotonic
-    clock is not this one's), however long the cell waited for its runner."""
-    if not isinstance(given, SolveParams):
-        seconds, deadline = given
-        given = SolveParams(seconds)
-        given.stop.until(time.monotonic() + deadline - time.time())
-    given.start_clock()  # a cell's seconds count from its start, not from when it was queued
-    return given.with_(options={**given.options, **options}) if options else given
-
-
-def _give(params: SolveParams, local: bool, seconds: float, keep: float = 0.0) -> Budget:
-    """A cell's time: in this process, seconds on the command's clock, else seconds and a
-    wall-clock deadline `keep` seconds before the command's end, so that a cell queued behind
-    a slow one still leaves the time kept (the final replay: attention's schedule cells ran to
-    the command's end and its replay past the limit)."""
-    if local:  # Ctrl-C reaches it; its clock starts with the cell, ending `keep` before the command's
-        return params.sooner(keep).with_(time_limit=max(0.0, seconds))
-    left = params.stop.left()
-    return max(0.0, seconds), time.time() + (math.inf if left is None else max(0.0, left - keep))
 
 
 def packed(weights: list[int], at_once: int) -> list[float]:
@@ -118,13 +95,13 @@ def packed(weights: list[int], at_once: int) -> list[float]:
 
 
 def _finalist(ident: str, wl: Workload, spec: Spec, choice: dict[str, str], grain: Any,
-              params: Budget) -> dict[str, Any] | None:
+              params: SolveParams, grant: Grant) -> dict[str, Any] | None:
     """A cell: the plan's program replayed with greedy schedules, one rule on large phases
     (every plan's made the same way, and fast; None if cut short)."""
-    t, params = time.perf_counter(), _params(params, quick=True)
+    t, budget = time.perf_counter(), grant.start()
     gen = _generation(ident, wl, spec, choice, grain)
     made = time.perf_counter() - t
-    run = run_program(gen, "greedy", params)
+    run = run_program(gen, "greedy", _quick(params), budget=budget)
     if run.interrupted:
         return None
     kept = [_compact(gp.phase.transfers, r) for gp, r in zip(gen.phases, run.results, strict=True)]
@@ -199,23 +176,29 @@ def _replays_that_fit(finalist: dict[str, Any], at_once: int, left: float | None
 
 
 def _placement(ident: str, wl: Workload, spec: Spec, choice: dict[str, str], grain: Any,
-               offsets: dict[str, int], params: Budget) -> dict[str, int] | None:
+               offsets: dict[str, int], params: SolveParams, grant: Grant) -> dict[str, int] | None:
     """A cell: the plan's phases moved to `offsets` and rescheduled with the greedy."""
-    params = _params(params, quick=True)
-    return horizons(_generation(ident, wl, spec, choice, grain), offsets, "greedy", params)
+    budget = grant.start()
+    return horizons(_generation(ident, wl, spec, choice, grain), offsets, "greedy", _quick(params), budget)
 
 
 def _schedule(ident: str, wl: Workload, spec: Spec, choice: dict[str, str], grain: Any,
-              offsets: dict[str, int], index: int, params: Budget) -> Result | None:
+              offsets: dict[str, int], index: int, params: SolveParams, grant: Grant) -> Result | None:
     """A cell: one phase of the plan, moved to `offsets`, scheduled with `auto`."""
-    params = _params(params)
+    budget = grant.start()
     gen = _generation(ident, wl, spec, choice, grain)
-    res = solve(readdress(gen, gen.phases[index], offsets), spec, "auto", params)
+    res = solve(readdress(gen, gen.phases[index], offsets), spec, "auto", params, budget=budget)
     return None if res.interrupted else res
 
 
+def _quick(params: SolveParams) -> SolveParams:
+    """The greedy's first rule alone on large phases: replays that compare plans or placements."""
+    return params.with_(options={**params.options, "quick": True})
+
+
 def _finalists(cells: Cells, ident: str, wl: Workload, spec: Spec, grain: Any, unique: list[dict[str, str]],
-               stage: SolveParams, give: Callable[[float], Budget]) -> dict[str, dict[str, Any]]:
+               params: SolveParams, stage: Budget, give: Callable[[float], Grant]
+               ) -> dict[str, dict[str, Any]]:
     """The plans' greedy replays, `cells.parallel` at a time in the order given (the baselines
     first), each round sharing what is left of the stage; no round starts that the last one
     shows will not fit (a replay's first schedules always complete, so a fragment-level
@@ -223,14 +206,14 @@ def _finalists(cells: Cells, ident: str, wl: Workload, spec: Spec, grain: Any, u
     done: dict[str, dict[str, Any]] = {}
     par = cells.parallel
     for at in range(0, len(unique), par):
-        left = stage.budget() or 0.0
+        left = stage.left() or 0.0
         took = max((r["seconds"] for r in done.values()), default=0.0)
-        if done and (left < took or stage.stop.is_set()):
+        if done and (left < took or stage.is_set()):
             break
         batch = unique[at:at + par]
         each = left / math.ceil((len(unique) - at) / par)
         replays = cells.run("finalists", [
-            Cell(cell_key("finalist", ident, c), _finalist, (ident, wl, spec, c, grain, give(each)))
+            Cell(cell_key("finalist", ident, c), _finalist, (ident, wl, spec, c, grain, params, give(each)))
             for c in batch])
         done.update({json.dumps(c, sort_keys=True): r for c, r in zip(batch, replays, strict=True)
                      if r is not None})
@@ -262,214 +245,311 @@ def _layouts(wl: Workload, spec: Spec, choice: dict[str, str]) -> dict[str, Gemm
     return {op: GemmLayout.parse(label, spec) for op, label in choice.items() if op in gemms}
 
 
-def optimize(wl: Workload, spec: Spec, grain: int | str | None = None, k: int = 3,
-             params: SolveParams | None = None, progress: Progress | None = None,
-             cells: Cells | None = None) -> dict[str, Any]:
-    """The best program found, its bound and gap, the baselines and every finalist (see the
-    module's docstring); a run document (`ipuopt run`'s) with `optimize` beside it. The
-    finalists, the placement candidates and the phases' schedules run as `cells` (here, one
-    after the other, by default)."""
-    from ipuopt.layout.select import BuildOptions, build, select
+@dataclass
+class Optimized:
+    """`optimize`'s answer: the program kept (its run document, `ipuopt run`'s), how it was
+    made, against what, and the program bound over every plan (`to_dict`: the run file)."""
 
-    params = params or SolveParams()
-    params.start_clock()
-    tell = progress or (lambda info: None)
-    t0 = time.perf_counter()
-    ident = cell_key("program", repr(wl), repr(spec), str(grain))
+    run: dict[str, Any]
+    plan: str
+    model_cycles: int | None
+    baselines: dict[str, int]
+    seconds: float
+    schedules: str = "greedy"  # or auto
+    placement: str = "first-fit (as generated)"
+    placement_gain_cycles: int = 0
+    auto_phases: list[str] | None = None  # given auto as generated, when the placement did not fit
+    plans_from: str | None = None  # why the plans come from a part of the space
+    finalists: list[dict[str, Any]] = field(default_factory=list)
+    fallback: str | None = None  # why the compiler's program is all there is
+    bound: ProgramBound | None = None
+    cells: dict[str, int] | None = None
+    notes: list[str] = field(default_factory=list)  # why a stage did less than it could
+    interrupted: bool = False
 
-    def give(seconds: float, keep: float = 0.0) -> Budget:
-        return _give(params, cells is None or cells.local, seconds, keep)
+    @property
+    def total(self) -> int:
+        return self.run["total_cycles"]
 
-    def budget(stage: str) -> SolveParams:
-        return params.share(SHARES[stage] * params.budget())
+    def to_dict(self) -> dict[str, Any]:
+        doc = {**self.run, **({"interrupted": True} if self.interrupted else {})}
+        if self.bound is not None:
+            doc["program_bound"] = self.bound.value
+            doc["program_gap"] = gap(self.total, self.bound.value)
+        out: dict[str, Any] = {
+            "plan": self.plan, "model_cycles": self.model_cycles, "schedules": self.schedules,
+            "placement": self.placement, "placement_gain_cycles": self.placement_gain_cycles}
+        if self.auto_phases is not None:
+            out["auto_phases"] = self.auto_phases
+        out["baselines"] = self.baselines
+        if self.plans_from:
+            out["plans_from"] = self.plans_from
+        out["finalists"] = self.finalists
+        if self.fallback:
+            out["fallback"] = self.fallback
+        out["gap_by_phase"] = {b["phase"]: b["gap_cycles"] for b in self.run["boundaries"]}
+        if self.bound is not None:
+            out["program_bound"] = self.bound.to_dict()
+        if self.cells is not None:
+            out["cells"] = self.cells
+        if self.notes:
+            out["notes"] = self.notes
+        out["seconds"] = round(self.seconds, 1)
+        doc["optimize"] = out
+        return doc
 
-    tell({"task": "layout plans"})
-    building = params.share(SHARES["build"] * params.budget())
-    short = None  # why the layout model gave no plans
-    try:
-        # stopped by its share, the build hands back its reference problem: a few plans to price
-        problem, _ = build(wl, spec, BuildOptions(within=0.02 if k > 1 else 0.0, grain=grain, partial=True),
-                           progress, building.stop.check, building.stop.left)
-    except Stopped:
-        if params.stop.interrupted:
-            raise
-        short = (f"the layout problem was not built within its {SHARES['build']:.0%} of the time limit: "
-                 "the compiler's default layouts are the only plan")
-    plans_from = short  # or why its plans come from a part of the space
-    if short is None:
-        partial = problem.extra.get("kept", {}).get("partial")
+
+class _Search:
+    """One `optimize`, stage by stage (the module's docstring), each stage given its share of
+    the budget left when it starts; what the stages found is kept here."""
+
+    def __init__(self, wl: Workload, spec: Spec, grain: Grain, k: int, params: SolveParams,
+                 progress: Progress | None, cells: Cells | None, budget: Budget) -> None:
+        self.wl, self.spec, self.grain, self.k, self.params, self.budget = wl, spec, grain, k, params, budget
+        self.progress, self.tell = progress, progress or (lambda info: None)
+        self.cells, self.local = cells or Cells(stop=budget), cells is None or cells.local
+        self.ident = cell_key("program", repr(wl), repr(spec), str(grain))
+        self.t0 = time.perf_counter()
+        self.problem: Any = None
+        self.short: str | None = None  # why the layout model gave no plans
+        self.plans_from: str | None = None  # or why its plans come from a part of the space
+        self.finalists: list[dict[str, Any]] = []
+        self.best: dict[str, Any] = {}
+        self.took = 0.0  # the slowest replay: what every later step costs at least
+        self.bound: ProgramBound | None = None
+        self.notes: list[str] = []
+
+    def share(self, stage: str) -> Budget:
+        return self.budget.share(SHARES[stage] * self.budget.limit())
+
+    def give(self, seconds: float, keep: float = 0.0) -> Grant:
+        """A cell's time; a cell queued behind a slow one still leaves the time kept (the final
+        replay: attention's schedule cells ran to the command's end and its replay past the limit)."""
+        return self.budget.grant(seconds, keep, self.local)
+
+    def plans(self) -> list[dict[str, Any]]:
+        """The layout model's k best and the beam's plan, or the compiler's alone when the
+        layout problem is not built within its share."""
+        from ipuopt.layout.select import BuildOptions, build, select
+
+        self.tell({"task": "layout plans"})
+        building = self.share("build")
+        try:
+            # stopped by its share, the build hands back its reference problem: a few plans to price
+            self.problem, _ = build(self.wl, self.spec, BuildOptions(within=0.02 if self.k > 1 else 0.0,
+                                                                     grain=self.grain, partial=True),
+                                    self.progress, building.check, building.left)
+        except Stopped:
+            if self.budget.interrupted:
+                raise
+            self.short = self.plans_from = (
+                f"the layout problem was not built within its {SHARES['build']:.0%} of the time limit: "
+                "the compiler's default layouts are the only plan")
+            self.tell({"task": self.short})
+            layouts = compiler_layouts(self.wl, self.spec)
+            return [{"name": COMPILER, "model_cycles": None,
+                     "choice": {op: c.layout.label for op, c in layouts.items()}}]
+        partial = self.problem.extra.get("kept", {}).get("partial")
         if partial:
-            plans_from = (f"the layout problem's build was stopped by its {SHARES['build']:.0%} of the "
-                          f"time limit: plans are the best of its {partial} most promising candidates "
-                          "per operator")
-        sol = select(problem, "milp", budget("plans"), k).solution
+            self.plans_from = (f"the layout problem's build was stopped by its {SHARES['build']:.0%} of the "
+                               f"time limit: plans are the best of its {partial} most promising candidates "
+                               "per operator")
+        sol = select(self.problem, "milp", self.params, self.k, budget=self.share("plans")).solution
         plans = [{"name": f"layout plan {p['rank']}", "model_cycles": p["cycles"], "choice": p["choice"]}
                  for p in (sol.plans or [{"rank": 1, "cycles": sol.cycles, "choice": sol.choice}])]
         if sol.beam and sol.beam.get("choice"):  # second: both baselines come first
             plans.insert(1, {"name": "beam plan", "model_cycles": sol.beam["cycles"],
                              "choice": sol.beam["choice"]})
-    else:
-        tell({"task": short})
-        plans = [{"name": COMPILER, "model_cycles": None,
-                  "choice": {op: c.layout.label for op, c in compiler_layouts(wl, spec).items()}}]
-    cells = cells or Cells(stop=params.stop)
-    par = cells.parallel
-    unique = list({json.dumps(p["choice"], sort_keys=True): p["choice"] for p in plans}.values())
-    tell({"task": f"finalists: {len(unique)} programs"})
-    done = _finalists(cells, ident, wl, spec, grain, unique, budget("finalists"), give)
-    finalists = [{**p, **done[key], "greedy": done[key]["run"]} for p in plans  # with its schedules
-                 if (key := json.dumps(p["choice"], sort_keys=True)) in done]
-    took = max((r["seconds"] for r in done.values()), default=0.0)  # what every later step costs at least
-    if not finalists:
-        if params.stop.interrupted:
-            raise Interrupted("no program was replayed whole before the interrupt")
-        return baseline_only(wl, spec, grain, "the time limit ran out before a plan's program was "
-                                              "replayed", t0, progress)
-    if short and params.stop.expired():  # the default layouts' replay was all there was time for
-        return baseline_only(wl, spec, grain, "the time limit ran out while building the layout problem",
-                             t0, progress, finalists[0]["greedy"])
-    best = min(finalists, key=lambda f: f["greedy"]["total_cycles"])
-    final, schedules, placed = best["greedy"], "greedy", None
-    bound = None
-    if not params.stop.interrupted:
-        tell({"task": "program bound"})
+        return plans
+
+    def replay(self, plans: list[dict[str, Any]], stage: Budget) -> list[dict[str, Any]]:
+        """The plans' programs replayed with greedy schedules (`_finalists`), as finalists."""
+        unique = list({json.dumps(p["choice"], sort_keys=True): p["choice"] for p in plans}.values())
+        done = _finalists(self.cells, self.ident, self.wl, self.spec, self.grain, unique, self.params, stage,
+                          self.give)
+        found = [{**p, **done[key], "greedy": done[key]["run"]}
+                 for p in plans if (key := json.dumps(p["choice"], sort_keys=True)) in done]
+        self.finalists += found
+        self.took = max([self.took, *(f["seconds"] for f in found)])
+        return found
+
+    def price_bound(self) -> None:
+        """The program bound over every plan, with the best program as its ceiling. When what
+        its share would leave cannot hold the placement (a few replays) and auto, those will
+        not run: the bound may then have the time the quickest phases' auto (the stage that
+        runs instead) does not need, less the run's writing."""
+        self.tell({"task": "program bound"})
         try:
-            # when what its share leaves cannot hold the placement (a few replays) and auto,
-            # those will not run: the bound may then have the time the quickest phases' auto
-            # (the stage that runs instead) does not need, less the run's writing
-            left = params.budget()
-            later = left is None or (1 - SHARES["bound"]) * left > PLACEMENT_REPLAYS * took
-            share = budget("bound") if later else params.share(
-                left - _reserve(best, left) - _auto_need(best, AUTO_ALONE * left, par))
-            built = None if short else problem.catalogue
-            bound = program_bound(wl, spec, grain, best["greedy"]["total_cycles"], params=share,
-                                  say=lambda m: tell({"task": m}),
-                                  catalogue=built if built is not None and built.grain == grain else None)
+            left = self.budget.limit()
+            later = (1 - SHARES["bound"]) * left > PLACEMENT_REPLAYS * self.took
+            need = _reserve(self.best, left) + _auto_need(self.best, AUTO_ALONE * left, self.cells.parallel)
+            its = self.share("bound") if later else self.budget.share(left - need)
+            built = None if self.short else self.problem.catalogue
+            self.bound = program_bound(self.wl, self.spec, self.grain, self.best["greedy"]["total_cycles"],
+                                       params=self.params, budget=its, say=lambda m: self.tell({"task": m}),
+                                       catalogue=built if built is not None and built.grain == self.grain
+                                       else None)
         except Stopped:  # stopped before its first round: no bound; the best program stands
-            tell({"task": "program bound: stopped before its first round"})
-    steered, spare = _bound_plan(bound, finalists), params.stop.left()
-    if steered is not None and not params.stop.interrupted and (
-            spare is None or spare > (PLACEMENT_REPLAYS + 1) * took):
-        # the plan the bound's model values least, when no finalist is it: the bound steers
-        # the search (its own bound may be far below the best's); kept if its replay is shorter
-        tell({"task": f"the program bound's plan ({so_far(best, bound)})"})
-        stage = params.share(STEERED_SHARE * params.budget())
-        done = _finalists(cells, ident, wl, spec, grain, [steered], stage, give)
-        run = done.get(json.dumps(steered, sort_keys=True))
-        if run is not None:
-            finalists.append({"name": BOUND_PLAN, "model_cycles": bound.model, "choice": steered, **run,
-                              "greedy": run["run"]})
-            took = max(took, run["seconds"])
-            if run["run"]["total_cycles"] < best["greedy"]["total_cycles"]:
-                best = finalists[-1]
-    gen = _generation(ident, wl, spec, best["choice"], grain)
-    notes: list[str] = []  # why a stage did less than it could: the user asks when the answer is short
-    need, spare = PLACEMENT_REPLAYS * took, params.stop.left()
-    if params.stop.interrupted:
-        pass  # stopped: no placement search, and nothing to explain
-    elif spare <= need:
-        notes.append(f"placement search skipped: {spare:.1f} s left, below the "
-                     f"{PLACEMENT_REPLAYS} greedy replays of the plan it needs ({need:.1f} s)")
-    else:  # then auto
-        tell({"task": f"placement of {best['name']}"})
-        stage = budget("placement")
-        arena, named = placements(gen, stage, progress=progress)
+            self.tell({"task": "program bound: stopped before its first round"})
+
+    def steer(self) -> None:
+        """The plan the bound's model values least, when no finalist is it, replayed as one
+        more finalist and kept if shorter: the bound steers the search (its own bound may be
+        far below the best's)."""
+        steered, spare = _bound_plan(self.bound, self.finalists), self.budget.left()
+        if steered is None or self.budget.interrupted or (
+                spare is not None and spare <= (PLACEMENT_REPLAYS + 1) * self.took):
+            return
+        self.tell({"task": f"the program bound's plan ({so_far(self.best, self.bound)})"})
+        found = self.replay([{"name": BOUND_PLAN, "model_cycles": self.bound.model, "choice": steered}],
+                            self.budget.share(STEERED_SHARE * self.budget.limit()))
+        if found and found[0]["greedy"]["total_cycles"] < self.best["greedy"]["total_cycles"]:
+            self.best = found[0]
+
+    def place(self, gen: Generation) -> Rescheduled | None:
+        """The kept plan's arena placed again, each placement's phases rescheduled with the
+        greedy (the least conflicted first, as many as leave auto its time): the one kept."""
+        need, spare = PLACEMENT_REPLAYS * self.took, self.budget.left()
+        if self.budget.interrupted:
+            return None  # stopped: no placement search, and nothing to explain
+        if spare <= need:
+            self.notes.append(f"placement search skipped: {spare:.1f} s left, below the "
+                              f"{PLACEMENT_REPLAYS} greedy replays of the plan it needs ({need:.1f} s)")
+            return None
+        best, par = self.best, self.cells.parallel
+        self.tell({"task": f"placement of {best['name']}"})
+        stage = self.share("placement")
+        arena, named = placements(gen, self.params, stage, progress=self.progress)
         (first, start), rest = named[0], named[1:]
         ranked = sorted(((validate_placement(arena, o).conflicts, n, o) for n, o in rest), key=lambda c: c[0])
-        others = ranked[:_replays_that_fit(best, par, params.budget())]  # the least conflicted first
+        others = ranked[:_replays_that_fit(best, par, self.budget.limit())]  # the least conflicted first
         if len(others) < len(rest):
-            notes.append(f"{len(others)} of {len(rest)} other placements replayed: the time left was kept "
-                         "for auto on every phase and the final replay")
-        share = (1 - PLACE_SHARE) * stage.budget() / max(1, math.ceil(len(others) / par))
-        found = cells.run(f"placements ({so_far(best, bound)})", [
-            Cell(cell_key("placement", ident, best["choice"], offsets), _placement,
-                 (ident, wl, spec, best["choice"], grain, offsets, give(share))) for _, _, offsets in others])
+            self.notes.append(f"{len(others)} of {len(rest)} other placements replayed: the time left was "
+                              "kept for auto on every phase and the final replay")
+        each = (1 - PLACE_SHARE) * stage.limit() / max(1, math.ceil(len(others) / par))
+        found = self.cells.run(f"placements ({so_far(best, self.bound)})", [
+            Cell(cell_key("placement", self.ident, best["choice"], offsets), _placement,
+                 (self.ident, self.wl, self.spec, best["choice"], self.grain, offsets, self.params,
+                  self.give(each)))
+            for _, _, offsets in others])
         # as generated, the finalist's replay has its horizons already
         candidates = [PlacementTrial(first, start, validate_placement(arena, start).conflicts,
-                                {b["phase"]: b["horizon"] for b in best["greedy"]["boundaries"]})]
+                                     {b["phase"]: b["horizon"] for b in best["greedy"]["boundaries"]})]
         for (conflicts, name, offsets), hs in zip(others, found, strict=True):
             if hs is None:
                 break  # cut short: the ones before it are comparable
             candidates.append(PlacementTrial(name, offsets, conflicts, hs))
-        placed = judged(gen, arena, "greedy", candidates)
-    improved: list[int] = []  # the phases given auto when the placement did not fit
-    if placed is not None:
-        at, phases = placed["offsets"], list(range(len(gen.phases)))
-        if params.stop.left() <= took:
-            phases = []
-    else:  # as generated: the quickest phases get auto, the others keep their replay's schedules
-        at, left = default_offsets(gen), params.budget() or 0.0
-        phases = improved = sorted(_quickest(best, left - _reserve(best, left), par))
-        if len(phases) < len(gen.phases) and not params.stop.interrupted:
-            notes.append(f"auto on {len(phases)} of {len(gen.phases)} phases: the others' ({AUTO_TIMES:g} "
-                         f"times their greedy replay) did not fit in the {left:.1f} s left")
-    if phases and not params.stop.interrupted:
-        left = params.budget() or 0.0
+        return judged(gen, arena, "greedy", candidates)
+
+    def schedule(self, gen: Generation, placed: Rescheduled | None
+                 ) -> tuple[dict[str, Any] | None, list[int]]:
+        """The kept program replayed with `auto` on its phases (every phase at the kept
+        placement; without one, the quickest phases as generated): its run, None when it is
+        not shorter than the greedy's or was cut short; and the phases given auto as generated."""
+        best, par = self.best, self.cells.parallel
+        improved: list[int] = []
+        if placed is not None:
+            at, phases = placed.kept.offsets, list(range(len(gen.phases)))
+            if self.budget.left() <= self.took:
+                phases = []
+        else:  # as generated: the quickest phases get auto, the others keep their replay's schedules
+            at, left = default_offsets(gen), self.budget.limit()
+            phases = improved = sorted(_quickest(best, left - _reserve(best, left), par))
+            if len(phases) < len(gen.phases) and not self.budget.interrupted:
+                self.notes.append(f"auto on {len(phases)} of {len(gen.phases)} phases: the others' "
+                                  f"({AUTO_TIMES:g} times their greedy replay) did not fit in the "
+                                  f"{left:.1f} s left")
+        if not phases or self.budget.interrupted:
+            return None, improved
+        left = self.budget.limit()
         keep = _reserve(best, left)  # then the replay and the file
         total = max(0.0, left - keep)
         weights = [len(gen.phases[i].phase.transfers) + 1 for i in phases]
         order = sorted(range(len(phases)), key=lambda k: -weights[k])  # the largest first
         secs = [total * part for part in packed(weights, par)]
-        tell({"task": f"schedules of {best['name']} ({len(phases)} of {len(gen.phases)} phases)"})
-        solved = cells.run(f"schedules ({so_far(best, bound)})", [
-            Cell(cell_key("schedule", ident, best["choice"], at, phases[k]), _schedule,
-                 (ident, wl, spec, best["choice"], grain, at, phases[k], give(secs[k], keep)))
+        self.tell({"task": f"schedules of {best['name']} ({len(phases)} of {len(gen.phases)} phases)"})
+        solved = self.cells.run(f"schedules ({so_far(best, self.bound)})", [
+            Cell(cell_key("schedule", self.ident, best["choice"], at, phases[k]), _schedule,
+                 (self.ident, self.wl, self.spec, best["choice"], self.grain, at, phases[k], self.params,
+                  self.give(secs[k], keep)))
             for k in order])
         results = {phases[k]: r for k, r in zip(order, solved, strict=True)}
-        if all(r is not None for r in results.values()):
-            results.update({i: _expanded(gp.phase.transfers, best["schedules"][i])
-                            for i, gp in enumerate(gen.phases) if i not in results})
-            run = run_program(readdressed(gen, at), "auto",
-                              results=[results[i] for i in range(len(gen.phases))]).to_dict()
-            if run["total_cycles"] <= best["greedy"]["total_cycles"]:
-                final, schedules = run, "auto"  # else the greedy's: never worse
-            else:
-                notes.append(f"auto's program ({run['total_cycles']} cycles) was longer than the greedy's: "
-                             "the greedy's kept")
-        elif not params.stop.interrupted:
-            notes.append("auto's schedules were cut short by the time limit: the greedy's kept")
-    if params.stop.interrupted:
-        final = {**final, "interrupted": True}
+        if not all(r is not None for r in results.values()):
+            if not self.budget.interrupted:
+                self.notes.append("auto's schedules were cut short by the time limit: the greedy's kept")
+            return None, improved
+        results.update({i: _expanded(gp.phase.transfers, best["schedules"][i])
+                        for i, gp in enumerate(gen.phases) if i not in results})
+        run = run_program(readdressed(gen, at), "auto",
+                          results=[results[i] for i in range(len(gen.phases))]).to_dict()
+        if run["total_cycles"] > best["greedy"]["total_cycles"]:  # the greedy's: never worse
+            self.notes.append(f"auto's program ({run['total_cycles']} cycles) was longer than the greedy's: "
+                              "the greedy's kept")
+            return None, improved
+        return run, improved
+
+    def answer(self, final: dict[str, Any] | None, placed: Rescheduled | None, improved: list[int],
+               gen: Generation) -> Optimized:
+        best, auto = self.best, final is not None
+        beam = next((f["greedy"]["total_cycles"] for f in self.finalists if f["name"] == "beam plan"), None)
+        first = self.finalists[0]["greedy"]["total_cycles"]
+        return Optimized(
+            final if auto else best["greedy"], best["name"], best["model_cycles"],
+            {COMPILER: first} if self.short else {
+                "load-bound optimum plan, greedy": first,
+                **({"compiler (beam plan, first-fit, greedy)": beam} if beam is not None else {})},
+            time.perf_counter() - self.t0, "auto" if auto else "greedy",
+            placed.kept.name if auto and placed else "first-fit (as generated)",
+            placed.before - placed.after if auto and placed else 0,
+            [gen.phases[i].phase.name for i in improved] if placed is None else None, self.plans_from,
+            [{"name": f["name"], "model_cycles": f["model_cycles"],
+              "greedy_cycles": f["greedy"]["total_cycles"], "greedy_bound": f["greedy"]["lower_bound"],
+              "choice": f["choice"]} for f in self.finalists],
+            bound=self.bound, cells={"ran": self.cells.ran, "reused": self.cells.reused,
+                                     "at_once": self.cells.parallel},
+            notes=self.notes, interrupted=self.budget.interrupted)
+
+
+def optimize(wl: Workload, spec: Spec, grain: int | str | None = None, k: int = 3,
+             params: SolveParams | None = None, progress: Progress | None = None,
+             cells: Cells | None = None, budget: Budget | None = None) -> Optimized:
+    """The best program found, its bound and gap, the baselines and every finalist (see the
+    module's docstring). The finalists, the placement candidates and the phases' schedules
+    run as `cells` (here, one after the other, by default)."""
+    params = params or SolveParams()
+    search = _Search(wl, spec, grain, k, params, progress, cells, Budget.of(params.limit(), budget))
+    plans = search.plans()
+    unique = {json.dumps(p["choice"], sort_keys=True) for p in plans}
+    search.tell({"task": f"finalists: {len(unique)} programs"})
+    if not search.replay(plans, search.share("finalists")):
+        if search.budget.interrupted:
+            raise Interrupted("no program was replayed whole before the interrupt")
+        return baseline_only(wl, spec, grain, "the time limit ran out before a plan's program was replayed",
+                             search.t0, progress)
+    if search.short and search.budget.expired():  # the default layouts' replay was all there was time for
+        return baseline_only(wl, spec, grain, "the time limit ran out while building the layout problem",
+                             search.t0, progress, search.finalists[0]["greedy"])
+    search.best = min(search.finalists, key=lambda f: f["greedy"]["total_cycles"])
+    if not search.budget.interrupted:
+        search.price_bound()
+    search.steer()
+    gen = _generation(search.ident, wl, spec, search.best["choice"], grain)
+    placed = search.place(gen)
+    final, improved = search.schedule(gen, placed)
     # let go of the plan's generation now: freed at the interpreter's exit instead, attention's
     # (4.5 million objects at fragment level) took 14 s past the run file; here 0.2 s
     _GENERATIONS.clear()
-    beam = next((f["greedy"]["total_cycles"] for f in finalists if f["name"] == "beam plan"), None)
-    if bound is not None:
-        final["program_bound"] = bound.value
-        final["program_gap"] = gap(final["total_cycles"], bound.value)
-    final["optimize"] = {
-        "plan": best["name"], "model_cycles": best["model_cycles"], "schedules": schedules,
-        "placement": placed["kept"] if schedules == "auto" and placed else "first-fit (as generated)",
-        "placement_gain_cycles": placed["before"] - placed["after"] if schedules == "auto" and placed else 0,
-        **({"auto_phases": [gen.phases[i].phase.name for i in improved]} if placed is None else {}),
-        "baselines": {COMPILER: finalists[0]["greedy"]["total_cycles"]} if short else {
-            "load-bound optimum plan, greedy": finalists[0]["greedy"]["total_cycles"],
-            **({"compiler (beam plan, first-fit, greedy)": beam} if beam is not None else {})},
-        **({"plans_from": plans_from} if plans_from else {}),
-        "finalists": [{"name": f["name"], "model_cycles": f["model_cycles"],
-                       "greedy_cycles": f["greedy"]["total_cycles"],
-                       "greedy_bound": f["greedy"]["lower_bound"], "choice": f["choice"]} for f in finalists],
-        "gap_by_phase": {b["phase"]: b["gap_cycles"] for b in final["boundaries"]},
-        **({"program_bound": bound.to_dict()} if bound is not None else {}),
-        "cells": {"ran": cells.ran, "reused": cells.reused, "at_once": par},
-        **({"notes": notes} if notes else {}),
-        "seconds": round(time.perf_counter() - t0, 1)}
-    return final
+    return search.answer(final, placed, improved, gen)
 
 
 def baseline_only(wl: Workload, spec: Spec, grain: int | str | None, why: str, t0: float,
-                  progress: Progress | None, run: dict[str, Any] | None = None) -> dict[str, Any]:
+                  progress: Progress | None, run: dict[str, Any] | None = None) -> Optimized:
     """The compiler's program (`run` when replayed already) when the time limit is too short
     for anything better: its default layouts, first-fit placement and the greedy's first
-    schedules (which always complete, whatever the clock), with `optimize.fallback` saying why."""
+    schedules (which always complete, whatever the clock), with `fallback` saying why."""
     if run is None:
         if progress:
             progress({"task": "baseline (default layouts, greedy)"})
         run = run_program(generate(wl, spec, None, grain), "greedy").to_dict()
-    name = COMPILER
-    run["optimize"] = {"plan": name, "model_cycles": None, "schedules": "greedy",
-                       "placement": "first-fit (as generated)", "placement_gain_cycles": 0,
-                       "baselines": {name: run["total_cycles"]}, "finalists": [], "fallback": why,
-                       "gap_by_phase": {b["phase"]: b["gap_cycles"] for b in run["boundaries"]},
-                       "seconds": round(time.perf_counter() - t0, 1)}
-    return run
+    return Optimized(run, COMPILER, None, {COMPILER: run["total_cycles"]}, time.perf_counter() - t0,
+                     fallback=why)

@@ -12,8 +12,9 @@ from typing import Any
 
 from ipuopt.arena.problem import Arena, arena_from_dict
 from ipuopt.arena.validate import validate_placement
+from ipuopt.budget import Budget, Interrupted
 from ipuopt.exchange.solve import solve
-from ipuopt.params import Interrupted, Progress, SolveParams
+from ipuopt.params import Progress, SolveParams
 from ipuopt.workloads.arena_export import arena_document, default_offsets, readdress
 from ipuopt.workloads.records import Generation
 
@@ -48,7 +49,7 @@ def shifted(arena: Arena, offsets: dict[str, int], step: int = STEP) -> list[tup
     return out
 
 
-def placements(gen: Generation, params: SolveParams, conflict_aware: bool = True,
+def placements(gen: Generation, params: SolveParams, budget: Budget, conflict_aware: bool = True,
                progress: Progress | None = None) -> tuple[Arena, list[tuple[str, dict[str, int]]]]:
     """The generation's arena and the placements worth rescheduling, as generated first: the
     4 KiB shifts and (`conflict_aware`, given `PLACE_SHARE` of the time limit) CP-SAT's
@@ -61,59 +62,87 @@ def placements(gen: Generation, params: SolveParams, conflict_aware: bool = True
 
         if progress:
             progress({"task": "conflict-aware placement"})
-        limit = params.time_limit
-        aware = place(arena, "conflicts", "cpsat", params.share(PLACE_SHARE * limit if limit else 10.0))
+        limit = budget.seconds
+        aware = place(arena, "conflicts", "cpsat", params,
+                      budget=budget.share(PLACE_SHARE * limit if limit else 10.0))
         if aware.solution.offsets is not None:
             named.append(("conflict-aware (CP-SAT)", aware.solution.offsets))
     return arena, named
 
 
-def horizons(gen: Generation, offsets: dict[str, int], method: str, params: SolveParams
+def horizons(gen: Generation, offsets: dict[str, int], method: str, params: SolveParams, budget: Budget
              ) -> dict[str, int] | None:
     """Every phase re-addressed to `offsets` and scheduled with `method` (the time limit
     shared equally); None when Ctrl-C cut it short."""
-    each = None if params.time_limit is None else params.time_limit / max(1, len(gen.phases))
+    each = None if budget.seconds is None else budget.seconds / max(1, len(gen.phases))
     out = {}
     for gp in gen.phases:
-        res = solve(readdress(gen, gp, offsets), gen.spec, method, params.share(each))
+        res = solve(readdress(gen, gp, offsets), gen.spec, method, params, budget=budget.share(each))
         if res.interrupted:
             return None
         out[gp.phase.name] = res.value
     return out
 
 
+@dataclass
+class Rescheduled:
+    """Every candidate placement tried, its phases rescheduled with `method`: the one kept
+    (the first, as generated, unless another is shorter in total)."""
+
+    workload: str
+    spec: str
+    arena: str
+    method: str
+    candidates: list[PlacementTrial]
+    kept: PlacementTrial
+    interrupted: bool = False  # Ctrl-C: the candidates rescheduled whole before it
+
+    @property
+    def before(self) -> int:
+        return self.candidates[0].total
+
+    @property
+    def after(self) -> int:
+        return self.kept.total
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"workload": self.workload, "spec": self.spec, "arena": self.arena, "method": self.method,
+                "before": self.before, "after": self.after, "kept": self.kept.name,
+                "gain": (self.before - self.after) / self.before if self.before else 0.0,
+                "candidates": [c.to_dict() for c in self.candidates], "offsets": self.kept.offsets,
+                **({"interrupted": True} if self.interrupted else {})}
+
+
 def judged(gen: Generation, arena: Arena, method: str, candidates: list[PlacementTrial],
-           interrupted: bool = False) -> dict[str, Any]:
+           interrupted: bool = False) -> Rescheduled:
     """The candidate kept (the first one, as generated, unless another is shorter in total)."""
     if not candidates:
         raise Interrupted("no placement was rescheduled whole before the interrupt")
     before = candidates[0]
     best = min(candidates, key=lambda c: (c.total, c is not before))
     kept = best if best.total < before.total else before
-    return {"workload": gen.workload.name, "spec": gen.spec.name, "arena": arena.name, "method": method,
-            "before": before.total, "after": kept.total, "kept": kept.name,
-            "gain": (before.total - kept.total) / before.total if before.total else 0.0,
-            "candidates": [c.to_dict() for c in candidates], "offsets": kept.offsets,
-            **({"interrupted": True} if interrupted else {})}
+    return Rescheduled(gen.workload.name, gen.spec.name, arena.name, method, candidates, kept, interrupted)
 
 
 def reschedule(gen: Generation, method: str = "greedy", params: SolveParams | None = None,
-               conflict_aware: bool = True, progress: Progress | None = None) -> dict[str, Any]:
+               conflict_aware: bool = True, progress: Progress | None = None,
+               budget: Budget | None = None) -> Rescheduled:
     """Every candidate placement of the generation's activation arena, its phases rescheduled
     with `method` (each phase given an equal share of `params`' time limit per candidate);
     the one kept and what it gained. `conflict_aware` adds CP-SAT's least-conflict placement."""
     params = params or SolveParams()
+    budget = Budget.of(params.time_limit, budget)
     tell = progress or (lambda info: None)
-    arena, named = placements(gen, params, conflict_aware, progress)
-    limit = params.time_limit
+    arena, named = placements(gen, params, budget, conflict_aware, progress)
+    limit = budget.seconds
     share = None if limit is None else (1 - PLACE_SHARE) * limit / len(named)
     candidates = []
     for i, (name, offsets) in enumerate(named):
-        if candidates and params.stop.expired():  # out of time: the ones rescheduled so far
+        if candidates and budget.expired():  # out of time: the ones rescheduled so far
             break
         tell({"task": f"candidate {i + 1}/{len(named)}: {name}"})
-        found = horizons(gen, offsets, method, params.share(share))
+        found = horizons(gen, offsets, method, params, budget.share(share))
         if found is None:  # cut short by Ctrl-C: not comparable
             break
         candidates.append(PlacementTrial(name, offsets, validate_placement(arena, offsets).conflicts, found))
-    return judged(gen, arena, method, candidates, params.stop.interrupted)
+    return judged(gen, arena, method, candidates, budget.interrupted)

@@ -13,6 +13,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from ipuopt.budget import DEFAULT_TIME_LIMIT, Budget
 from ipuopt.exchange.simulate import simulate
 from ipuopt.exchange.solve import solve
 from ipuopt.params import Progress, SolveParams
@@ -56,7 +57,8 @@ class ProgramRun:
 
 
 def run_program(gen: Generation, solver: str = "greedy", params: SolveParams | dict | None = None,
-                progress: Progress | None = None, results: list[Result] | None = None) -> ProgramRun:
+                progress: Progress | None = None, results: list[Result] | None = None,
+                budget: Budget | None = None) -> ProgramRun:
     """Replay the generated program: per boundary, the compute that led to it (slowest and
     fastest tile), the barrier metrics and the scheduled exchange. A time limit is for the
     whole program: each phase gets the time left in proportion to its transfers. Ctrl-C ends
@@ -64,8 +66,7 @@ def run_program(gen: Generation, solver: str = "greedy", params: SolveParams | d
     already found (by `solver`, elsewhere), replayed as they are."""
     spec = gen.spec
     params = SolveParams.of(params)
-    if solver != "greedy" or params.time_limit is not None:
-        params.start_clock()
+    budget = Budget.of(params.limit(None if solver == "greedy" else DEFAULT_TIME_LIMIT), budget)
     weights = [len(gp.phase.transfers) + 1 for gp in gen.phases]
     run = ProgramRun(gen.workload.name, spec.name, solver,
                      {op: c.layout.label for op, c in gen.layouts.items()})
@@ -83,11 +84,11 @@ def run_program(gen: Generation, solver: str = "greedy", params: SolveParams | d
         gp = gen.phases[index]
         if progress:
             progress({"task": f"run {index + 1}/{len(gen.phases)}: {gp.phase.name}"})
-        left = params.stop.left()
+        left = budget.left()
         share = None if left is None else left * weights[index] / sum(weights[index:])
         t0 = time.perf_counter()
         res = results[index] if results is not None else solve(
-            gp.phase, spec, solver, params if share is None else params.share(share))
+            gp.phase, spec, solver, params, budget=budget.share(share))
         took = time.perf_counter() - t0
         run.results.append(res)
         sim = simulate(gp.phase, spec, res.solution,
