@@ -40,6 +40,37 @@ FLAGS = {**HABITS, "quick": "the first rule alone on phases above 5,000 transfer
 
 
 @dataclass(frozen=True)
+class Option:
+    """What an option a method reads by name (`--param NAME=VALUE`) takes: checked before any
+    work, whichever front door it came through."""
+
+    kind: type  # bool, int, float or str
+    wants: str  # what a value must be, as an error says it
+    ok: Callable[[Any], bool] = lambda value: True
+
+    def reason(self, value: Any) -> str | None:
+        """Why `value` is refused, or None."""
+        number = isinstance(value, int | float) and not isinstance(value, bool)
+        fits = {bool: isinstance(value, bool), int: number and isinstance(value, int), float: number,
+                str: isinstance(value, str)}[self.kind]
+        return None if fits and self.ok(value) else f"must be {self.wants}, got {value!r}"
+
+
+_COUNT = Option(int, "a whole number >= 0", lambda v: v >= 0)
+_MILP = Option(str, "highs or cbc", lambda v: v in ("highs", "cbc"))
+OPTIONS = {
+    **{flag: Option(bool, "true or false") for flag in FLAGS},
+    "prove_split": Option(float, "a number in (0, 1]", lambda v: 0 < v <= 1),
+    "milp_solver": _MILP, "solver": _MILP,  # `solver`: milp_solver's older name
+    "msg": Option(bool, "true or false"),
+    "free": Option(int, "a whole number >= 1", lambda v: v >= 1),
+    "sub_time_limit": Option(float, "a number of seconds > 0", lambda v: v > 0),
+    "steps": _COUNT, "rounds": _COUNT, "passes": _COUNT,
+}
+_MILP_OPTIONS = ("milp_solver", "solver", "msg")
+
+
+@dataclass(frozen=True)
 class Method:
     problem: str
     name: str
@@ -74,7 +105,7 @@ METHODS: tuple[Method, ...] = (
        "the whole phase in CP-SAT, proof phase after",
        options=("prove_split",), runs_cpsat=True, profile="cpsat"),
     _m("exchange", "milp", "exact", _EX + "milp:solve_milp", "disjunctive MILP (CBC or HiGHS)",
-       options=("milp_solver", "solver", "msg"), profile="milp"),
+       options=_MILP_OPTIONS, profile="milp"),
     _m("exchange", "lns", "heuristic", _EX + "lns:solve_lns",
        "CP-SAT re-placing a few hundred transfers at a time",
        options=("free", "sub_time_limit", "steps"), runs_cpsat=True),
@@ -99,8 +130,10 @@ METHODS: tuple[Method, ...] = (
        "the greedy's placement shifted 4 KiB where it clashes"),
     _m("arena", "search", "exact", _AR + "run_search", "MiniMalloc-style exact search (fit, peak)"),
     _m("arena", "cpsat", "exact", _AR + "run_cpsat", "the arena in CP-SAT", runs_cpsat=True),
-    _m("arena", "milp", "exact", _AR + "run_milp", "the arena as a MILP (CBC or HiGHS)"),
-    _m("layout", "milp", "exact", "ipuopt.layout.milp:solve_layout_milp", "the layout MILP (HiGHS)"),
+    _m("arena", "milp", "exact", _AR + "run_milp", "the arena as a MILP (CBC or HiGHS)",
+       options=_MILP_OPTIONS),
+    _m("layout", "milp", "exact", "ipuopt.layout.milp:solve_layout_milp", "the layout MILP (HiGHS)",
+       options=_MILP_OPTIONS),
     _m("layout", "cpsat", "exact", "ipuopt.layout.cpsat:solve_layout_cpsat", "the layout model in CP-SAT",
        runs_cpsat=True),
     _m("layout", "beam", "heuristic", "ipuopt.layout.beam:beam_search", "the compiler's beam over operators"),
@@ -120,12 +153,13 @@ def method(problem: str, name: str, field: str = "--solver") -> Method:
 
 
 def check_options(m: Method, options: dict[str, Any], field: str = "--param") -> None:
-    """Every option names something `m` reads: refused before any work otherwise."""
+    """Every option names something `m` reads, with a value it takes: refused before any work
+    otherwise."""
     problems = []
     for key, value in options.items():
-        if key in FLAGS and key in m.options and not isinstance(value, bool):
-            problems.append(Problem("", f"{field} {key}", f"must be true or false, got {value!r}"))
         if key in m.options:
+            if why := OPTIONS[key].reason(value):
+                problems.append(Problem("", f"{field} {key}", why))
             continue
         if m.runs_cpsat:
             from ipuopt.backends.cpsat import is_parameter

@@ -123,6 +123,45 @@ def test_extends_deep_merge(write_yaml) -> None:
     assert spec.exchange.tx_overhead == base.exchange.tx_overhead
 
 
+@pytest.mark.parametrize("solver,param,why", [
+    ("justify", "passes=-1", "must be a whole number >= 0, got -1"),
+    ("auto", "prove_split=2", "must be a number in (0, 1], got 2"),
+    ("lns", "free=0", "must be a whole number >= 1, got 0"),
+    ("lns", "sub_time_limit=fast", "must be a number of seconds > 0, got 'fast'"),
+    ("iterated", "rounds=2.5", "must be a whole number >= 0, got 2.5"),
+    ("milp", "milp_solver=gurobi", "must be highs or cbc, got 'gurobi'"),
+    ("greedy", "quick=3", "must be true or false, got 3"),
+])
+def test_an_option_of_the_wrong_kind_is_refused_before_any_work(spec_file, write_yaml, monkeypatch,
+                                                                 solver, param, why) -> None:
+    """Each option's kind and range are declared once (`registry.OPTIONS`) and checked at every
+    front door before the greedy runs: the command line, the API and the library's `solve`
+    (the methods checked their own, after the greedy and the bounds, or not at all)."""
+    import re
+
+    import yaml
+
+    import ipuopt
+    import ipuopt.exchange.solve as solve_module
+    from ipuopt.api import load_phase
+    from ipuopt.errors import InputError
+
+    phase = write_yaml("p.yaml", {"spec": str(spec_file), "transfers": [GOOD]})
+    r = run_cli("solve", str(phase), "--solver", solver, "--param", param)
+    key, value = param.split("=")
+    assert r.returncode == 2 and why in r.stderr and f"--param {key}" in r.stderr, r.stderr
+
+    def no_work(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+        raise AssertionError("the greedy ran before the options were checked")
+
+    monkeypatch.setattr(solve_module, "best_greedy", no_work)
+    options = {key: yaml.safe_load(value)}
+    with pytest.raises(InputError, match=re.escape(why)):
+        solve_module.solve(*load_phase(phase), solver, options)
+    with pytest.raises(InputError, match=re.escape(why)):
+        ipuopt.solve(phase, solver=solver, params=options)
+
+
 def test_bad_solver_and_profile(spec_file, write_yaml) -> None:
     phase = write_yaml("p.yaml", {"spec": str(spec_file), "transfers": [GOOD]})
     r = run_cli("solve", str(phase), "--solver", "magic")

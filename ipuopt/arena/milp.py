@@ -20,7 +20,6 @@ from ipuopt.result import Result, Status
 
 def solve_arena_milp(arena: Arena, objective: str, params: SolveParams, budget: Budget) -> Result:
     """Offsets as the solution; status optimal, feasible, unknown or infeasible."""
-    milp.check_options(params)
     t0 = time.perf_counter()
     prob, off = build_arena_milp(arena, objective)
     status, _ = milp.solve(prob, params, budget)

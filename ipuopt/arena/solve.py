@@ -18,7 +18,7 @@ from ipuopt.budget import Budget, run_interruptible
 from ipuopt.display import count, html
 from ipuopt.errors import InputError
 from ipuopt.params import Progress, SolveParams
-from ipuopt.registry import method
+from ipuopt.registry import check_options, method
 from ipuopt.result import Bound, Result, Status
 
 
@@ -274,8 +274,10 @@ def place(arena: Arena, objective: str = "fit", solver: str = "auto",
     the solvers and returns the best placement found so far, marked `interrupted`."""
     if objective not in OBJECTIVES:
         raise InputError.one("", "--objective", f"one of {', '.join(OBJECTIVES)}")
-    strategy = method("arena", solver).load()
+    chosen = method("arena", solver)
     params = SolveParams.of(params)
+    check_options(chosen, params.options, "params")
+    strategy = chosen.load()
     budget = Budget.of(params.limit(), budget)
     live, step = arena.peak_live()
     run = _Run(arena, objective, solver, params, budget, progress or (lambda info: None), budget.limit(),

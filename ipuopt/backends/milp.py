@@ -11,11 +11,8 @@ from collections.abc import Iterator
 import pulp
 
 from ipuopt.budget import Budget
-from ipuopt.errors import InputError
 from ipuopt.params import SolveParams
 from ipuopt.result import Status
-
-OPTIONS = ("milp_solver", "msg")
 
 
 @contextlib.contextmanager
@@ -37,20 +34,10 @@ def quiet_stdout(active: bool) -> Iterator[None]:
 
 
 def milp_solver_name(params: SolveParams) -> str:
-    """`milp_solver` (highs or cbc); `solver`, its older name, is still read."""
+    """`milp_solver` (highs or cbc, checked by `registry.check_options`); `solver`, its older
+    name, is still read."""
     options = params.options
-    name = str(options.get("milp_solver", options.get("solver", "highs")))
-    if name not in ("highs", "cbc"):
-        raise InputError.one("", "params.milp_solver", f"unknown MILP solver {name!r} (highs or cbc)")
-    return name
-
-
-def check_options(params: SolveParams) -> None:
-    unknown = set(params.options) - {*OPTIONS, "solver"}
-    if unknown:
-        raise InputError.one("", f"params.{sorted(unknown)[0]}",
-                             "not a MILP parameter (time_limit, workers, seed, verbose, "
-                             f"{', '.join(OPTIONS)})")
+    return str(options.get("milp_solver", options.get("solver", "highs")))
 
 
 class _WarmHiGHS(pulp.HiGHS):

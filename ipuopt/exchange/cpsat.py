@@ -21,7 +21,6 @@ from ortools.sat.python import cp_model
 from ipuopt.backends import cpsat
 from ipuopt.backends.cpsat import new_solver
 from ipuopt.budget import Budget, Stopped
-from ipuopt.errors import InputError
 from ipuopt.exchange.instance import Instance, Solution, horizon_of
 from ipuopt.exchange.timing import ORDINARY, PAIRED, Timing
 from ipuopt.params import Progress, SolveParams
@@ -354,9 +353,6 @@ def solve_cpsat(inst: Instance, hint: Solution, params: SolveParams, budget: Bud
     given = options.pop("prove_split", None)
     params = params.with_(options=options)
     limit = budget.limit()
-    number = isinstance(given, int | float) and not isinstance(given, bool)
-    if given is not None and not (number and 0 < given <= 1):
-        raise InputError.one("", "params.prove_split", f"must be a number in (0, 1], got {given!r}")
     upper = inst.horizon(hint)
     if limit < 0.05:
         return Result(Status.FALLBACK, hint, upper, None, solver="cpsat", extras={"reason": "no time left"})

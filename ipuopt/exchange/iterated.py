@@ -19,7 +19,6 @@ import random
 import time
 
 from ipuopt.budget import Budget, Stopped
-from ipuopt.errors import InputError
 from ipuopt.exchange.greedy import greedy_schedule, timed_cost
 from ipuopt.exchange.instance import Instance, Solution, horizon_of, topological_by
 from ipuopt.exchange.timing import Timing
@@ -34,8 +33,6 @@ def solve_iterated(inst: Instance, hint: Solution, params: SolveParams, budget: 
     if progress is not None:
         progress({"stage": "iterated"})
     most = params.options.get("rounds")  # a fixed number of rounds: reproducible with a seed
-    if most is not None and (not isinstance(most, int) or most < 0):
-        raise InputError.one("", "params.rounds", f"must be a whole number >= 0, got {most!r}")
     rng = random.Random(params.seed or 0)
     phase = inst.phase
     ids = [tm.transfer.id for tm in timings]

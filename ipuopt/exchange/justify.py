@@ -22,7 +22,6 @@ from collections.abc import Callable
 import numpy as np
 
 from ipuopt.budget import Budget, Stopped
-from ipuopt.errors import InputError
 from ipuopt.exchange.instance import Instance, Solution
 from ipuopt.exchange.packed import Packed, packed
 from ipuopt.params import Progress, SolveParams
@@ -34,8 +33,6 @@ STALE = 8  # passes in a row without a better horizon: settled, at the least
 def solve_justify(inst: Instance, hint: Solution, params: SolveParams, budget: Budget,
                   progress: Progress | None = None) -> Result:
     most = params.options.get("passes")
-    if most is not None and (not isinstance(most, int) or most < 0):
-        raise InputError.one("", "params.passes", f"must be a whole number >= 0, got {most!r}")
     if progress is not None:
         progress({"stage": "justify"})
 

@@ -201,7 +201,6 @@ def solve_milp(inst: Instance, hint: Solution, params: SolveParams, budget: Budg
                progress: Progress | None = None) -> Result:
     """Minimise the horizon below the greedy one; the greedy schedule is the fallback."""
     spec, timings, lower = inst.spec, inst.timings, inst.bound
-    milp.check_options(params)
     upper = inst.horizon(hint)
     t0 = time.perf_counter()
     if budget.limit() < 0.05:

@@ -13,7 +13,7 @@ from ipuopt.exchange.phase import Phase
 from ipuopt.exchange.schedule import Schedule
 from ipuopt.exchange.validate import validate
 from ipuopt.params import Progress, SolveParams
-from ipuopt.registry import HABITS, method
+from ipuopt.registry import HABITS, check_options, method
 from ipuopt.result import Result, Status
 from ipuopt.spec import Spec
 
@@ -39,6 +39,7 @@ def solve(phase: Phase, spec: Spec, backend: str = "greedy",
     `Interrupted` is raised."""
     chosen = method("exchange", backend, "solver")
     params = SolveParams.of(params)
+    check_options(chosen, params.options, "params")
     t0 = time.perf_counter()
     budget = Budget.of(params.limit(chosen.default_limit), budget)
     inner = budget.reserve(0.05 + RESERVE_PER_TRANSFER * len(phase.transfers)

@@ -20,7 +20,6 @@ from ipuopt.result import Result, Status
 def solve_layout_milp(problem: LayoutProblem, st: Structure, params: SolveParams, budget: Budget,
                       exclude: list[dict[str, int]] = (), hint: dict[str, int] | None = None) -> Result:
     """Choice as operator -> candidate index. `exclude` rules out earlier plans (k-best)."""
-    milp.check_options(params)
     t0 = time.perf_counter()
     prob, x = build_layout_milp(problem, st, exclude)
     status, bound = milp.solve(prob, params, budget)

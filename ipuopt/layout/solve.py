@@ -12,7 +12,7 @@ from ipuopt.layout.beam import beam_search, trace
 from ipuopt.layout.model import structure
 from ipuopt.layout.problem import LayoutProblem
 from ipuopt.params import SolveParams
-from ipuopt.registry import method
+from ipuopt.registry import check_options, method
 from ipuopt.result import Result, Status
 
 
@@ -67,6 +67,7 @@ def plan(problem: LayoutProblem, solver: str = "milp", params: SolveParams | dic
     if solver == "beam" and k > 1:
         raise InputError.one("", "--k", "the beam makes one plan: the k best need --solver milp or cpsat")
     params = SolveParams.of(params)
+    check_options(chosen, params.options, "params")
     budget = Budget.of(params.limit(), budget)
     t0 = time.perf_counter()
     sol = Plan(problem.extra.get("workload", problem.name), problem.extra.get("spec"), {})
