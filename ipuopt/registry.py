@@ -5,11 +5,14 @@ The command line, the Python API and sweeps all resolve through `resolve`, so `c
 means the same thing (the `cpsat` profile: 60 s, both cores) wherever it is named, and a
 time limit without a method asks for `auto` everywhere.
 
-Each method is called through one protocol per problem:
-- exchange: `(Instance, starting solution, SolveParams, progress) -> Result` (the starting
-  solution is the greedy's; the greedy itself is the stage every method starts from);
-- arena: `(run)`, adding candidate placements to the run that started from the greedy's;
-- layout: `(problem, structure, SolveParams, hint=, exclude=) -> Result`.
+Each method is called through one protocol per problem, with what the user asked
+(`SolveParams`) and the time it may take (`budget.Budget`):
+- exchange: `(Instance, starting solution, SolveParams, Budget, progress) -> Result` (the
+  starting solution is the greedy's; the greedy itself is the stage every method starts
+  from); auto's stages are such methods, looked up here by name;
+- arena: `(run)`, adding candidate placements to the run that started from the greedy's (the
+  run holds its params and budget);
+- layout: `(problem, structure, SolveParams, Budget, hint=, exclude=) -> Result`.
 """
 
 from __future__ import annotations
@@ -68,6 +71,7 @@ OPTIONS = {
     "steps": _COUNT, "rounds": _COUNT, "passes": _COUNT,
 }
 _MILP_OPTIONS = ("milp_solver", "solver", "msg")
+_AUTO_OPTIONS = ("rounds", "passes", "free", "sub_time_limit", "prove_split")  # its stages' own
 
 
 @dataclass(frozen=True)
@@ -120,9 +124,17 @@ METHODS: tuple[Method, ...] = (
     _m("exchange", "periodic", "heuristic", _EX + "periodic:solve_periodic",
        "a reduction's rounds in one repeating pattern (CP-SAT), then the list greedy",
        runs_cpsat=True),
+    _m("exchange", "nondelay", "heuristic", _EX + "auto:solve_nondelay",
+       "the non-delay list greedy (rule time) with each width policy"),
+    _m("exchange", "coarse", "portfolio", _EX + "coarse:solve_coarse",
+       "a fragment-level phase as blocks of its boxes, auto on the blocks, unrolled",
+       options=_AUTO_OPTIONS, runs_cpsat=True),
+    _m("exchange", "split", "portfolio", _EX + "split:solve_split",
+       "a phase that falls apart, part by part: auto on one part of each kind, copied to the rest",
+       options=_AUTO_OPTIONS, runs_cpsat=True),
     _m("exchange", "auto", "portfolio", _EX + "auto:solve_auto",
-       "by size: CP-SAT, or colour, justify, iterated and LNS",
-       options=("rounds", "passes", "free", "sub_time_limit", "prove_split"), runs_cpsat=True),
+       "by size: split, CP-SAT, or the non-delay greedy, coarse, colour, periodic, justify, iterated and LNS",
+       options=_AUTO_OPTIONS, runs_cpsat=True),
     _m("arena", "auto", "portfolio", _AR + "run_auto",
        "the exact search racing CP-SAT, then CP-SAT", runs_cpsat=True),
     _m("arena", "greedy", "heuristic", _AR + "run_greedy", "best-fit, several orders"),

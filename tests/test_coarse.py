@@ -61,7 +61,7 @@ def test_coarse_beats_the_fragment_greedy_and_keeps_the_phase_bound(phases) -> N
     inst = Instance(phase, spec, bound=7)
     hint = best_greedy(inst)[:2]
     told: list[dict] = []
-    r = solve_coarse(inst, hint, SolveParams(workers=1, seed=0), Budget(10), told.append, inner=solve_auto)
+    r = solve_coarse(inst, hint, SolveParams(workers=1, seed=0), Budget(10), told.append)
     assert r.status == Status.FEASIBLE and r.solver.startswith("coarse/")
     assert r.value < inst.horizon(hint) and r.bound == 7
     # the progress lines of the stages inside say the phase's bound too (they said 0, the blocks')
@@ -76,7 +76,7 @@ def test_coarse_leaves_phases_without_fragments_alone() -> None:
     phase = generate(load_workload("mini-mlp"), spec, grain="box").phases[-1].phase
     inst = Instance(phase, spec)
     hint = best_greedy(inst)[:2]
-    r = solve_coarse(inst, hint, SolveParams(), Budget(5), inner=solve_auto)
+    r = solve_coarse(inst, hint, SolveParams(), Budget(5))
     assert r.status == Status.FALLBACK and r.solution == hint
 
 

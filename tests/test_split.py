@@ -74,7 +74,7 @@ def test_split_is_valid_and_its_bound_below_the_proven_optimum(seed: int) -> Non
     inst.bound = best_bound(all_bounds(inst, None)).value
     greedy = best_greedy(inst)[:2]
     params = SolveParams(workers=1, seed=0)
-    found = solve_split(inst, greedy, params, Budget(20), inner=solve_auto)
+    found = solve_split(inst, greedy, params, Budget(20))
     assert found.value <= inst.horizon(greedy)
     assert validate(phase, SPEC, Schedule(*found.solution)).horizon == found.value
     whole = solve_cpsat(inst, greedy, SolveParams(workers=1, seed=0), Budget(60))
@@ -146,7 +146,7 @@ def test_auto_splits_a_large_phase_that_falls_apart_first() -> None:
 def test_one_part_is_left_to_the_other_stages() -> None:
     inst = Instance(random_phase(SPEC, 40, seed=0, tiles=4), SPEC)
     greedy = best_greedy(inst)[:2]
-    found = solve_split(inst, greedy, SolveParams(), Budget(5), inner=solve_auto)
+    found = solve_split(inst, greedy, SolveParams(), Budget(5))
     assert found.status == Status.FALLBACK and found.extras["reason"] == "one part"
 
 
@@ -168,5 +168,5 @@ def test_a_parts_bounds_end_when_the_stop_is_asked(monkeypatch: pytest.MonkeyPat
     monkeypatch.setattr(split_module, "all_bounds", bounds)
     inst = Instance(_copies(0, 7, 4, kinds=2), SPEC)
     inst.bound = 0
-    solve_split(inst, best_greedy(inst)[:2], SolveParams(workers=1, seed=0), budget, inner=solve_auto)
+    solve_split(inst, best_greedy(inst)[:2], SolveParams(workers=1, seed=0), budget)
     assert heard == [(False, True)]

@@ -23,13 +23,13 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from functools import partial
 
 from ipuopt.budget import Budget, Stopped
 from ipuopt.exchange.coarse import fragmented
 from ipuopt.exchange.greedy import greedy_schedule, timed_cost
 from ipuopt.exchange.instance import ExchangeMethod, Instance, Solution
 from ipuopt.params import Progress, SolveParams
+from ipuopt.registry import method
 from ipuopt.result import Result, Status
 
 CPSAT_UP_TO = 300  # transfers: CP-SAT's whole model still proves or nearly proves these
@@ -39,39 +39,32 @@ PAIRED_CREDITS = (0.25, 1.0, 0.0)  # its width policies, the most often best fir
 
 @dataclass(frozen=True)
 class Stage:
-    """One step of the pipeline: a method given `share` of the time left when it starts,
-    from the best schedule so far."""
+    """One step of the pipeline: a method of the registry (`runs`, by default its name) given
+    `share` of the time left when it starts, from the best schedule so far."""
 
     name: str
     share: float
+    runs: str = ""
 
     def method(self) -> ExchangeMethod:
-        if self.name == "time":
-            return _non_delay
-        from ipuopt.exchange import coarse, colour, cpsat, iterated, justify, lns, periodic, split
-
-        return {"cpsat": cpsat.solve_cpsat, "coarse": partial(coarse.solve_coarse, inner=solve_auto),
-                "split": partial(split.solve_split, inner=partial(solve_auto, part=True)),
-                "colour": colour.solve_colour, "periodic": periodic.solve_periodic,
-                "justify": justify.solve_justify, "iterated": iterated.solve_iterated,
-                "lns": lns.solve_lns}[self.name]
+        return method("exchange", self.runs or self.name).load()
 
 
-SMALL = (Stage("time", 1.0), Stage("cpsat", 1.0))
+SMALL = (Stage("time", 1.0, "nondelay"), Stage("cpsat", 1.0))
 # A phase that falls apart (`split`): its parts first, the longest of them solved whole; the
 # stages after it work on the whole phase from its schedule. A small part is most often a
 # reduction's group, where one repeating pattern (`periodic`) does what CP-SAT does not
 # (120 fragments among three tiles: 1,540 cycles where CP-SAT keeps the greedy's 1,898).
 SPLIT = Stage("split", 0.6)
-PART = (Stage("time", 1.0), Stage("periodic", 0.25), Stage("cpsat", 1.0))
+PART = (Stage("time", 1.0, "nondelay"), Stage("periodic", 0.25), Stage("cpsat", 1.0))
 # On phases cut into fragments, `justify` also runs before `coarse` (a share of its own): it
 # settles in seconds where the boxes' search spends most of its time without gain, and what
 # it finds is the start every later stage improves on (60 s each, 2 cores, at 3a6b02e: attention
 # oproj-redistribution on the beam's layouts 14,966 -> 14,768, vitb-mlp gemm2-redistribution
 # 14,639 -> 14,099; nowhere worse among six redistributions and reductions).
 EARLY = Stage("justify", 0.15)
-LARGE = (Stage("time", 0.4), EARLY, Stage("coarse", 0.6), Stage("colour", 0.2), Stage("periodic", 0.25),
-         Stage("justify", 0.3), Stage("iterated", 0.5), Stage("lns", 1.0))
+LARGE = (Stage("time", 0.4, "nondelay"), EARLY, Stage("coarse", 0.6), Stage("colour", 0.2),
+         Stage("periodic", 0.25), Stage("justify", 0.3), Stage("iterated", 0.5), Stage("lns", 1.0))
 
 
 def pipeline(inst: Instance, limit: float, part: bool = False) -> tuple[Stage, ...]:
@@ -87,8 +80,8 @@ def pipeline(inst: Instance, limit: float, part: bool = False) -> tuple[Stage, .
     return (SPLIT, *stages) if len(inst.parts) > 1 else stages
 
 
-def _non_delay(inst: Instance, hint: Solution, params: SolveParams, budget: Budget,
-               progress: Progress | None) -> Result:
+def solve_nondelay(inst: Instance, hint: Solution, params: SolveParams, budget: Budget,
+                   progress: Progress | None = None) -> Result:
     """The non-delay greedy (rule `time`) with each width policy; the best, or the hint."""
     best, best_h = hint, inst.horizon(hint)
 

@@ -22,6 +22,7 @@ from ipuopt.exchange.instance import ExchangeMethod, Instance, Solution
 from ipuopt.exchange.phase import Transfer
 from ipuopt.exchange.timing import Timing
 from ipuopt.params import Progress, SolveParams
+from ipuopt.registry import method
 from ipuopt.result import Result, Status
 from ipuopt.spec import Spec
 
@@ -98,8 +99,8 @@ def unrolled(timings: list[Timing], groups: list[list[int]], coarse: list[Timing
 
 
 def solve_coarse(inst: Instance, hint: Solution, params: SolveParams, budget: Budget,
-                 progress: Progress | None = None, *, inner: ExchangeMethod) -> Result:
-    """`inner` (auto's pipeline, as auto calls it) on the blocks within the time limit,
+                 progress: Progress | None = None, *, inner: ExchangeMethod | None = None) -> Result:
+    """`inner` (by default auto, as auto calls it) on the blocks within the time limit,
     unrolled; the hint when it is no better or the phase has too few fragments per block.
     The bound stays the phase's own: a bound of the blocks holds for schedules of blocks only."""
     spec, timings = inst.spec, inst.timings
@@ -123,6 +124,7 @@ def solve_coarse(inst: Instance, hint: Solution, params: SolveParams, budget: Bu
     def told(event: dict) -> None:  # the inner stages' bound is the blocks' (0): say the phase's
         progress({**event, "bound": inst.bound} if "bound" in event else event)  # type: ignore[misc]
 
+    inner = inner or method("exchange", "auto").load()
     found = inner(cinst, start, params, budget, told if progress is not None else None)
     solution = unrolled(timings, groups, coarse, found.solution or start, spec)
     value = inst.horizon(solution)

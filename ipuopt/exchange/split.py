@@ -11,6 +11,7 @@ longest part is proven, so is the phase.
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 from ipuopt.budget import Budget
@@ -20,6 +21,7 @@ from ipuopt.exchange.greedy import best_greedy
 from ipuopt.exchange.instance import ExchangeMethod, Instance, Solution, horizon_of
 from ipuopt.exchange.timing import PAIRED, Timing
 from ipuopt.params import Progress, SolveParams
+from ipuopt.registry import method
 from ipuopt.result import Bound, Result, Status
 
 
@@ -48,14 +50,16 @@ def kinds_of(inst: Instance) -> list[list[list[int]]]:
 
 
 def solve_split(inst: Instance, hint: Solution, params: SolveParams, budget: Budget,
-                progress: Progress | None = None, *, inner: ExchangeMethod) -> Result:
-    """`inner` (auto, as auto calls it) on the phase's parts, longest first, each kind once (see
-    the module's docstring); the hint when the phase is one part or nothing got shorter."""
+                progress: Progress | None = None, *, inner: ExchangeMethod | None = None) -> Result:
+    """`inner` (by default auto on a part, as auto calls it) on the phase's parts, longest first,
+    each kind once (see the module's docstring); the hint when the phase is one part or nothing
+    got shorter."""
     timings, hinted = inst.timings, inst.horizon(hint)
     found = inst.parts
     if len(found) < 2:
         return Result(Status.FALLBACK, hint, hinted, inst.bound, solver="split",
                       extras={"reason": "one part"})
+    inner = inner or partial(method("exchange", "auto").load(), part=True)
     starts, widths = dict(hint[0]), dict(hint[1])
     groups = kinds_of(inst)
 
