@@ -15,7 +15,7 @@ from conftest import ROOT, run_cli
 from ipuopt.errors import InputError
 from ipuopt.layout.problem import layout_problem_from_dict, load_layout_problem
 from ipuopt.layout.solve import plan
-from ipuopt.result import Status
+from ipuopt.result import Result, Status
 
 LAYOUTS = ("rows", "cols", "blocks")
 
@@ -166,3 +166,25 @@ def test_layout_cli_mistakes() -> None:
     assert r.returncode == 2 and "--solver" in r.stderr
     r = run_cli("layout", "models/layouts/toy.yaml", "--k", "0")
     assert r.returncode == 2 and "--k" in r.stderr
+
+
+def test_a_plan_never_costs_more_than_the_beams(monkeypatch) -> None:
+    """An exact method stopped by its time above the beam's plan (HiGHS's incumbent at its
+    limit): the beam's plan is returned, feasible, with the method's bound and the reason."""
+    import ipuopt.layout.milp as layout_milp
+
+    problem = layout_problem_from_dict(random_problem(3), "random")
+    worst, most = None, -1
+    for combo in itertools.product(*(range(len(problem.operators[n].candidates)) for n in problem.order)):
+        choice = dict(zip(problem.order, combo, strict=True))
+        chosen = {op: problem.operators[op].candidates[i] for op, i in choice.items()}
+        total = problem.cycles(chosen)
+        if total is not None and problem.overflow(chosen) is None and total > most:
+            worst, most = choice, total
+    beam = plan(problem, "beam").to_dict()
+    assert worst is not None and beam["cycles"] < most
+    monkeypatch.setattr(layout_milp, "solve_layout_milp",
+                        lambda *a, **k: Result(Status.FEASIBLE, worst, most, 7, solver="milp"))
+    got = plan(problem, "milp", {"time_limit": 5})
+    assert got.value == beam["cycles"] and got.status == Status.FEASIBLE and got.bound == 7
+    assert got.solution.choice == beam["choice"] and "beam's plan" in got.reason

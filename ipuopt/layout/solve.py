@@ -100,11 +100,15 @@ def plan(problem: LayoutProblem, solver: str = "milp", params: SolveParams | dic
     if best.solution is None:
         return done(best.status, reason="no choice satisfies memory and the redistribution table"
                     if best.status == Status.INFEASIBLE else "no plan found in the time limit")
+    beaten = greedy.choice is not None and _cycles(problem, greedy.choice) < _cycles(problem, best.solution)
+    if beaten:  # stopped above the beam's plan: never worse than the baseline
+        best = Result(Status.FEASIBLE, greedy.choice, bound=best.bound, solver=solver)
     cycles = _cycles(problem, best.solution)
     followed = beam_search(problem, st, width, beam, best.solution)
     sol.beam["discarded"] = trace(problem, followed, best.solution, width)
     sol.choice = _ids(problem, best.solution)
-    status, bound, reason = best.status, best.bound, ""
+    status, bound = best.status, best.bound
+    reason = f"{solver}'s best plan in its time cost more than the beam's: the beam's plan" if beaten else ""
     kept = problem.extra.get("kept")
     above = kept.get("excluded_above") if isinstance(kept, dict) else None
     if isinstance(kept, dict) and kept.get("partial"):  # plans left out are not priced at all
