@@ -107,10 +107,11 @@ def methods(problem: str | None = None) -> list[Method]:
 def solve(phase: PhaseLike, spec: Spec | str | None = None, solver: str | None = None, *,
           time_limit: float | None = None, workers: int | None = None, seed: int | None = None,
           profile: str | None = None, params: dict[str, Any] | None = None) -> Result[Schedule]:
-    """Schedule a phase; the schedule always validates. `solver`: greedy (default), cpsat,
-    milp, lns, justify, iterated, colour, auto (the default when only `time_limit` is given); a bare
+    """Schedule a phase; the schedule always validates. `solver`: greedy (default), auto (the
+    default when only `time_limit` is given) or any other of `methods("exchange")`; a bare
     `cpsat` or `milp` brings its profile's settings, as on the command line. `params` passes
-    options by name (a CP-SAT parameter, `milp_solver`, `prove_split`, a greedy habit)."""
+    options by name (a CP-SAT parameter, `milp_solver`, `prove_split`, a greedy habit), each
+    checked for its kind before any work."""
     ph, sp = load_phase(phase, spec)
     chosen, settings = resolve("exchange", solver, profile=profile, time_limit=time_limit, workers=workers,
                                seed=seed, options=params)
