@@ -81,3 +81,29 @@ def write_yaml(tmp_path: Path):
         p.write_text(yaml.safe_dump(doc, sort_keys=False))
         return p
     return write
+
+
+class HandClock:
+    """`time` as `ipuopt.budget` reads it (monotonic and wall clock alike), moved by hand:
+    tests of the clock that do not depend on the machine's speed."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def monotonic(self) -> float:
+        return self.now
+
+    def time(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.now += seconds
+
+
+@pytest.fixture
+def hand_clock(monkeypatch: pytest.MonkeyPatch) -> HandClock:
+    import ipuopt.budget as budget_module
+
+    clock = HandClock()
+    monkeypatch.setattr(budget_module, "time", clock)
+    return clock

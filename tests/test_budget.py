@@ -55,34 +55,17 @@ def test_a_grant_on_a_worker_ends_before_the_time_kept_for_the_replay() -> None:
     assert Grant(10.0, time.time() + 2).start().left() <= 2.0  # the deadline before its seconds
 
 
-def test_a_local_grant_counts_its_seconds_from_its_own_start(monkeypatch) -> None:
+def test_a_local_grant_counts_its_seconds_from_its_own_start(hand_clock) -> None:
     """One runner runs its cells one after another: a cell's seconds start when it does, not
     when it was queued (with --workers 1 every phase after the first got no time for auto),
-    and it still ends the time kept before the command's end. On a clock of the test's own."""
-    import ipuopt.budget as budget_module
-
-    clock = _Clock()
-    monkeypatch.setattr(budget_module, "time", clock)
+    and it still ends the time kept before the command's end."""
     budget = Budget(100.0)
     queued = budget.grant(5.0)
-    clock.now += 10.0  # behind another cell
+    hand_clock.sleep(10.0)  # behind another cell
     assert queued.start().left() == 5.0  # 0 if counted from the queueing
     assert budget.grant(5.0, keep=88.0).start().left() == 2.0  # 90 left, 88 kept
     budget.request()  # Ctrl-C reaches a queued cell
     assert budget.grant(5.0).start().is_set()
-
-
-class _Clock:
-    """`time` as the budget reads it, moved by hand."""
-
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def monotonic(self) -> float:
-        return self.now
-
-    def time(self) -> float:
-        return self.now
 
 
 def test_a_stage_left_less_than_nothing_gets_no_time_instead_of_an_error() -> None:

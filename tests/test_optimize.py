@@ -340,14 +340,15 @@ def test_auto_need_counts_the_generation_and_the_runners() -> None:
     assert _auto_need(replay, 4.0, 1) == 0.0
 
 
-def test_a_cell_on_a_worker_counts_its_generation_and_ends_by_the_commands_deadline(monkeypatch) -> None:
-    """On Dask a cell gets a grant (seconds, the command's deadline): generating the plan there is
-    inside its seconds, and a cell that waited for its runner still ends by the deadline
-    (attention's schedule cells ended past a 900 s limit before)."""
+def test_a_cell_on_a_worker_counts_its_generation_and_ends_by_the_commands_deadline(monkeypatch,
+                                                                                   hand_clock) -> None:
+    """On Dask a cell gets a grant (seconds, the command's deadline): generating the plan there
+    is inside its seconds, and a cell that waited for its runner still ends by the deadline
+    (attention's schedule cells ended past a 900 s limit before). On a clock of the test's own."""
     import ipuopt.program.optimize as opt
 
     seen: dict[str, float] = {}
-    monkeypatch.setattr(opt, "_generation", lambda *a: (time.sleep(0.5), _Gen())[1])
+    monkeypatch.setattr(opt, "_generation", lambda *a: (hand_clock.sleep(0.5), _Gen())[1])
     monkeypatch.setattr(opt, "readdress", lambda gen, gp, offsets: gp)
 
     def solve(phase, spec, solver, params, budget):
@@ -355,10 +356,10 @@ def test_a_cell_on_a_worker_counts_its_generation_and_ends_by_the_commands_deadl
         return _Res()
 
     monkeypatch.setattr(opt, "solve", solve)
-    opt._schedule("id", None, None, {}, None, {}, 0, SolveParams(), Grant(10.0, time.time() + 60))
-    assert 8.9 < seen["left"] <= 9.5  # its 10 s, less the 0.5 s generation
-    opt._schedule("id", None, None, {}, None, {}, 0, SolveParams(), Grant(10.0, time.time() + 2))
-    assert seen["left"] <= 1.5  # the deadline comes before its seconds are up
+    opt._schedule("id", None, None, {}, None, {}, 0, SolveParams(), Grant(10.0, hand_clock.now + 60))
+    assert seen["left"] == 9.5  # its 10 s, less the 0.5 s generation
+    opt._schedule("id", None, None, {}, None, {}, 0, SolveParams(), Grant(10.0, hand_clock.now + 2))
+    assert seen["left"] == 1.5  # the deadline comes before its seconds are up
 
 
 class _Gen:
