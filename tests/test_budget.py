@@ -76,3 +76,21 @@ def test_a_stage_left_less_than_nothing_gets_no_time_instead_of_an_error() -> No
     assert budget.grant(-14.6).start().left() == 0.0
     assert budget.grant(-14.6, keep=30.0, local=False).start().left() == 0.0
     assert budget.share(-3.0).left() == 0.0
+
+
+def test_a_method_with_no_time_left_is_not_run(monkeypatch) -> None:
+    """When the greedy and the bounds have used the whole limit (the command's imports took it
+    on a loaded machine), the method is not run: the greedy's schedule is the answer, marked
+    fallback with the reason."""
+    import ipuopt.exchange.cpsat as cpsat_module
+    from ipuopt.api import load_phase
+    from ipuopt.exchange.solve import solve
+
+    def not_run(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+        raise AssertionError("cpsat ran with no time left")
+
+    monkeypatch.setattr(cpsat_module, "solve_cpsat", not_run)
+    phase, spec = load_phase("medium")
+    got = solve(phase, spec, "cpsat", {"workers": 1, "seed": 0}, budget=Budget(0))
+    assert got.status == "fallback" and got.value == got.extras["greedy_horizon"]
+    assert "no time left for cpsat" in got.reason

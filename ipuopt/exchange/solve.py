@@ -24,6 +24,7 @@ GREEDY_SHARE, BOUND_SHARE = 0.3, 0.15
 # receive (measured: validation ~25 us a transfer and ~7 us a receive of a multicast,
 # writing the JSON ~10 us a transfer).
 RESERVE_PER_TRANSFER, RESERVE_PER_RECEIVE = 5e-5, 1e-5
+METHOD_LEAST = 0.05  # seconds: with less left after the greedy and the bounds, the method is not run
 
 
 def solve(phase: Phase, spec: Spec, backend: str = "greedy",
@@ -44,10 +45,14 @@ def solve(phase: Phase, spec: Spec, backend: str = "greedy",
     budget = Budget.of(params.limit(chosen.default_limit), budget)
     inner = budget.reserve(0.05 + RESERVE_PER_TRANSFER * len(phase.transfers)
                            + RESERVE_PER_RECEIVE * sum(len(t.dst) for t in phase.transfers))
-    limit, m0 = inner.left(), time.monotonic()
     kept: dict[str, Any] = {}  # what is known so far, kept when the rest is cut short
 
     def work() -> Result:
+        # the method is loaded first, when there is time for it: its import (OR-Tools: 2.3 s on
+        # a loaded machine) then counts before the greedy and the bounds take their shares,
+        # instead of running past the limit at the method's turn
+        run = None if backend == "greedy" or inner.limit() < METHOD_LEAST else chosen.load()
+        limit, m0 = inner.left(), time.monotonic()
         tell = progress or (lambda info: None)
         tell({"stage": "greedy"})
         kept["inst"] = inst = Instance(phase, spec)
@@ -71,8 +76,11 @@ def solve(phase: Phase, spec: Spec, backend: str = "greedy",
         greedy.bound = inst.bound = best_bound(kept["bounds"]).value
         if backend == "greedy" or budget.interrupted:
             return greedy
+        if run is None or inner.limit() < METHOD_LEAST:
+            return Result(Status.FALLBACK, greedy.solution, greedy.value, solver=backend,
+                          extras={"reason": f"no time left for {backend} beside the greedy and the bounds"})
         tell({"stage": backend, "bound": inst.bound})
-        return chosen.load()(inst, (starts, widths), params, inner, progress)
+        return run(inst, (starts, widths), params, inner, progress)
 
     found, interrupted = run_interruptible(work, budget)
     if "greedy" not in kept:
