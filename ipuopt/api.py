@@ -115,7 +115,7 @@ def solve(phase: PhaseLike, spec: Spec | str | None = None, solver: str | None =
     ph, sp = load_phase(phase, spec)
     chosen, settings = resolve("exchange", solver, profile=profile, time_limit=time_limit, workers=workers,
                                seed=seed, options=params)
-    result = _solve(ph, sp, chosen.name, settings, budget=Budget(settings.limit(chosen.default_limit)))
+    result = _solve(ph, sp, chosen.name, settings)  # its budget started there, from `settings`
     if result.solution is not None:
         result.solution.drawn_on = (ph, sp)  # so a notebook can draw it, titled as `render` does
         result.solution.note = f"{result.solver} {result.status}"
@@ -163,7 +163,7 @@ def place(arena: ArenaLike, objective: str = "fit", solver: str = "auto", *, tim
           workers: int | None = None, seed: int | None = None) -> Result[Placement]:
     """Give an arena's buffers offsets (objective fit | peak | conflicts); validated."""
     params = resolve("arena", solver, time_limit=time_limit, workers=workers, seed=seed)[1]
-    return _place(load_arena(arena), objective, solver, params, budget=Budget(params.limit()))
+    return _place(load_arena(arena), objective, solver, params)
 
 
 def validate_placement(arena: ArenaLike, placement: Placement | Result | dict[str, int]) -> Any:
@@ -190,7 +190,7 @@ def select_layouts(problem: LayoutProblem | dict[str, Any] | str | Path, solver:
     from ipuopt.program.rerank import ranker
 
     params = resolve("layout", solver, time_limit=time_limit, workers=workers, seed=seed)[1]
-    budget = Budget(time_limit)  # without a limit the problem's build has no end
+    budget = Budget(params.time_limit)  # shared with the reranking; without a limit the build has no end
     again = resolve("exchange", rerank) if rerank is not None else None
     return plan_of(problem, spec, solver, params, k, None, width, beam,
                    ranker(again[0].name, again[1], budget) if again else None, budget=budget)
@@ -222,8 +222,7 @@ def run(workload: Workload | str | Path, spec: Spec | str = "gc200", layouts: di
     chosen, settings = resolve("exchange", solver, profile=profile, time_limit=time_limit, workers=workers,
                                seed=seed, options=params)
     gen = generate(workload, spec, layouts, grain, plan=plan)
-    budget = Budget(settings.limit(chosen.default_limit))
-    return RunDocument(run_program(gen, chosen.name, settings, budget=budget).to_dict())
+    return RunDocument(run_program(gen, chosen.name, settings).to_dict())
 
 
 def optimize(workload: Workload | str | Path, spec: Spec | str = "gc200", *, grain: int | str | None = None,

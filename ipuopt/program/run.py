@@ -13,10 +13,11 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from ipuopt.budget import DEFAULT_TIME_LIMIT, Budget
+from ipuopt.budget import Budget
 from ipuopt.exchange.simulate import simulate
 from ipuopt.exchange.solve import solve
 from ipuopt.params import Progress, SolveParams
+from ipuopt.registry import method
 from ipuopt.result import Result, gap
 from ipuopt.workloads.records import Generation
 
@@ -66,7 +67,7 @@ def run_program(gen: Generation, solver: str = "greedy", params: SolveParams | d
     already found (by `solver`, elsewhere), replayed as they are."""
     spec = gen.spec
     params = SolveParams.of(params)
-    budget = Budget.of(params.limit(None if solver == "greedy" else DEFAULT_TIME_LIMIT), budget)
+    budget = Budget.of(params.limit(method("exchange", solver).default_limit), budget)
     weights = [len(gp.phase.transfers) + 1 for gp in gen.phases]
     run = ProgramRun(gen.workload.name, spec.name, solver,
                      {op: c.layout.label for op, c in gen.layouts.items()})
