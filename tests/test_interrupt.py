@@ -228,7 +228,8 @@ def fragments(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_ctrl_c_while_auto_solves_the_blocks_keeps_the_best_schedule(fragments: Path, tmp_path: Path
                                                                      ) -> None:
-    out, path = tmp_path / "s.json", fragments / "mini-mlp-gemm2-reduction.json"
+    # the redistribution: a reduction falls apart, and auto solves its parts (`split`) first
+    out, path = tmp_path / "s.json", fragments / "mini-mlp-gemm2-redistribution.json"
     args = ["solve", str(path), "--solver", "auto", "--time-limit", "120", "--out", str(out)]
     r, took = _interrupt_at(args, "blocks of", hold="blocks of")
     _kept_schedule(r, took, out, path)

@@ -418,12 +418,13 @@ def test_plans_round_trip_on_a_workload_file_named_otherwise(tmp_path):
         assert r.returncode == 0 and json.loads(r.stdout)["workload"] == "mini-mlp", r.stderr
     rr = _ipuopt("layout", "lp.yaml", "--rerank", "--json", "--quiet", cwd=tmp_path)
     assert rr.returncode == 0 and json.loads(rr.stdout)["rerank"], rr.stderr
-    o = _ipuopt("optimize", "wl.yaml", "--spec", "test64", "--time-limit", "10", "--workers", "1",
+    o = _ipuopt("optimize", "wl.yaml", "--spec", "test64", "--time-limit", "4", "--workers", "1",
                 "--out", "run.json", "--quiet", cwd=tmp_path)
     assert o.returncode == 0, o.stderr
     chosen = json.loads((tmp_path / "run.json").read_text())["layouts"]
     for name in ("plan.json", "plan2.json", "run.json"):
-        r = _ipuopt("run", "wl.yaml", "--spec", "test64", "--plan", name, "--json", "--quiet", cwd=tmp_path)
+        r = _ipuopt("run", "wl.yaml", "--spec", "test64", "--plan", name, "--grain", "box", "--json",
+                    "--quiet", cwd=tmp_path)
         assert r.returncode == 0, (name, r.stderr)
         if name == "run.json":
             assert json.loads(r.stdout)["layouts"] == chosen

@@ -105,7 +105,7 @@ def _wait_for_cells(folder: Path, n: int, proc: subprocess.Popen) -> int:
     return len(list(folder.glob("*.pickle")))
 
 
-ARGS = ["optimize", "mini-mlp", "--spec", "test64", "--grain", "box", "--k", "2", "--time-limit", "40"]
+ARGS = ["optimize", "mini-mlp", "--spec", "test64", "--grain", "box", "--k", "2", "--time-limit", "20"]
 
 
 def test_a_worker_lost_mid_run_loses_nothing(tmp_path: Path) -> None:
@@ -264,7 +264,7 @@ def test_without_the_placement_the_quickest_phases_get_auto(monkeypatch) -> None
     monkeypatch.setattr(opt, "_finalists", slow)
     monkeypatch.setattr(opt, "program_bound", quick_bound)
     spec = load_spec("test64")
-    doc = opt.optimize(load_workload("mini-mlp"), spec, "box", 2, SolveParams(30)).to_dict()
+    doc = opt.optimize(load_workload("mini-mlp"), spec, "box", 2, SolveParams(15)).to_dict()
     o = doc["optimize"]
     names = [b["phase"] for b in doc["boundaries"]]
     assert o["schedules"] == "auto" and o["auto_phases"] == sorted(o["auto_phases"], key=names.index)
@@ -307,15 +307,15 @@ def test_without_the_placement_the_bound_leaves_the_quickest_phases_their_auto(m
     finalists = opt._finalists
     seen: dict[str, float] = {}
 
-    def slow(*args, **kwargs):  # each replay as if it had taken 1,000 s, its phases 1 s each
+    def slow(*args, **kwargs):  # each replay as if it had taken 1,000 s, its phases 0.5 s each
         out = {}
         for k, v in finalists(*args, **kwargs).items():
             out[k] = {**v, "seconds": 1000.0, "run": {**v["run"], "boundaries": [
-                {**b, "solve_s": 1.0} for b in v["run"]["boundaries"]]}}
+                {**b, "solve_s": 0.5} for b in v["run"]["boundaries"]]}}
             seen["need"] = opt._auto_need({**out[k], "greedy": out[k]["run"]}, 1e9, 2)
         return out
 
-    whole = Budget(30)
+    whole = Budget(15)
 
     def bound(*args, budget, **kwargs):
         seen["given"], seen["left"] = budget.limit(), whole.left()
@@ -323,7 +323,7 @@ def test_without_the_placement_the_bound_leaves_the_quickest_phases_their_auto(m
 
     monkeypatch.setattr(opt, "_finalists", slow)
     monkeypatch.setattr(opt, "program_bound", bound)
-    doc = opt.optimize(load_workload("mini-mlp"), load_spec("test64"), "box", 2, SolveParams(30),
+    doc = opt.optimize(load_workload("mini-mlp"), load_spec("test64"), "box", 2, SolveParams(15),
                        budget=whole).to_dict()
     assert 0 < seen["need"] < 0.5 * seen["left"]
     assert seen["given"] <= seen["left"] - seen["need"] + 0.5  # not all that is left

@@ -81,8 +81,8 @@ def test_every_file_ipuopt_writes_validates(tmp_path: Path) -> None:
         ("layout", "toy", "--k", "2", "--out", "l.json"): ("plan", "l.json"),
         ("layout-problem", "mini-mlp", "--spec", "test64", "--out", "lp.yaml"): ("layout-problem", "lp.yaml"),
         ("layout", "mini-mlp", "--spec", "test64", "--rerank", "--out", "lw.json"): ("plan", "lw.json"),
-        ("run", "mini-mlp", "--spec", "test64", "--out", "r.json"): ("run", "r.json"),
-        ("optimize", "mini-mlp", "--spec", "test64", "--time-limit", "8", "--workers", "1",
+        ("run", "mini-mlp", "--spec", "test64", "--grain", "box", "--out", "r.json"): ("run", "r.json"),
+        ("optimize", "mini-mlp", "--spec", "test64", "--time-limit", "4", "--workers", "1",
          "--out", "o.json"):
             ("run", "o.json"),
         ("gen", "mini-mlp", "--spec", "test64", "--arena", "--out-dir", "g"):

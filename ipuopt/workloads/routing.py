@@ -35,7 +35,8 @@ class Router:
             return
         lo = np.array([[_part(p.partial), *(b[0] for b in p.box)] for p in pieces])
         hi = np.array([[_part(p.partial) + 1, *(b[1] for b in p.box)] for p in pieces])
-        near = PieceIndex(lo, hi)
+        near = PieceIndex(lo, hi) if len(pieces) > PieceIndex.SPREAD else None  # few: scan them all
+        every = np.arange(len(pieces))
         wb = self.spec.exchange.word_bytes
         fan = self.spec.exchange.max_fanout
         for need in needs:
@@ -44,7 +45,7 @@ class Router:
             part = _part(need.partial)
             nlo = np.array([part, *(b[0] for b in need.box)])
             nhi = np.array([part + 1, *(b[1] for b in need.box)])
-            some = near(nlo, nhi)
+            some = every if near is None else near(nlo, nhi)
             ilo, ihi = np.maximum(lo[some], nlo), np.minimum(hi[some], nhi)
             hit = np.all(ilo < ihi, axis=1)
             for i, box_lo, box_hi in zip(some[hit], ilo[hit, 1:], ihi[hit, 1:], strict=True):
