@@ -531,7 +531,15 @@ def test_output_held_in_numpy_is_where_gen_leaves_the_output():
                                  "w": {"shape": [40, 32], "weight": True}, "y": {"shape": [32, 24]}},
         "operators": [{"name": "g", "kind": "gemm", "a": "x", "b": "w",
                        "out": {"tensor": "y", "transpose": True}}]})
-    for wl in (load_workload("mini-mlp"), load_workload("mini-attention"), transposed):
+    per_head = workload_from_dict({  # an output stored per head, and per head transposed
+        "name": "h", "tensors": {"a": {"shape": [4, 24, 16], "input": True},
+                                 "b": {"shape": [4, 16, 40], "input": True},
+                                 "y": {"shape": [24, 160]}, "z": {"shape": [40, 96]}},
+        "operators": [{"name": "g", "kind": "gemm", "batch": 4, "a": "a", "b": "b",
+                       "out": {"tensor": "y", "heads": 4}},
+                      {"name": "t", "kind": "gemm", "batch": 4, "a": "a", "b": "b",
+                       "out": {"tensor": "z", "heads": 4, "transpose": True}}]})
+    for wl in (load_workload("mini-mlp"), load_workload("mini-attention"), transposed, per_head):
         name = wl.name
         for op in (o for o in wl.operators if o.kind == "gemm"):
             cands = enumerate_candidates(wl, op, spec, 0.25)

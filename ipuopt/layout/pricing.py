@@ -34,7 +34,6 @@ from ipuopt.workloads.geometry import (
     grid_tile,
     homed,
     operand_needs,
-    output_pieces,
     splits,
 )
 from ipuopt.workloads.overlaps import overlapping
@@ -53,10 +52,9 @@ class Held:
 
     @classmethod
     def of(cls, pieces: list[Piece]) -> Held:
-        return cls(np.array([p.tile for p in pieces], dtype=np.int64),
-                   np.array([[r[0] for r in p.box] for p in pieces], dtype=np.int64).reshape(-1, 3),
-                   np.array([[r[1] for r in p.box] for p in pieces], dtype=np.int64).reshape(-1, 3),
-                   np.array([p.addr for p in pieces], dtype=np.int64))
+        boxes = np.array([p.box for p in pieces], dtype=np.int64).reshape(-1, 3, 2)
+        return cls(np.array([p.tile for p in pieces], dtype=np.int64), boxes[:, :, 0].copy(),
+                   boxes[:, :, 1].copy(), np.array([p.addr for p in pieces], dtype=np.int64))
 
     def largest(self) -> int:
         """Elements of the largest piece on one tile."""
@@ -278,9 +276,7 @@ def move_floor(block_elems: int, tiles: int, held_elems: int, elem: int, spec: S
 
 def output_held(wl: Workload, op: Operator, c: Candidate) -> Held:
     """Where the GEMM leaves its output (as `ipuopt gen` does: `output_pieces`, in its order),
-    built in numpy when the output is seen whole (no heads): thousands of layouts are held."""
-    if op.out.heads:
-        return Held.of(output_pieces(wl, op, c, 0))
+    built in numpy: thousands of layouts are held."""
     bsplit, msplit, _, nsplit = splits(wl, op, c)
     lay = c.layout
     sub_a, sub_b = (lay.sub_a, lay.sub_b) if lay.parts > 1 else (1, 1)
@@ -295,10 +291,32 @@ def output_held(wl: Workload, op: Operator, c: Candidate) -> Held:
     box = [batch[g], rows[r, i], cols[col, j]]
     if op.out.transpose:
         box[1], box[2] = box[2], box[1]
+    if op.out.heads:
+        return _stored_heads(wl, op, tiles.astype(np.int64), *box)
     lo = np.stack([b[:, 0] for b in box], axis=1)
     hi = np.stack([b[:, 1] for b in box], axis=1)
     return Held(tiles.astype(np.int64), lo.astype(np.int64), hi.astype(np.int64),
                 np.zeros(len(tiles), dtype=np.int64))
+
+
+def _stored_heads(wl: Workload, op: Operator, tiles: np.ndarray, bb: np.ndarray, rr: np.ndarray,
+                  cc: np.ndarray) -> Held:
+    """`View.to_stored` of each piece's view box (heads as batches, `bb`), in numpy: one
+    stored box where the piece holds whole heads, else one per head, each after the last in
+    the piece's memory."""
+    d = wl.tensors[op.out.tensor].shape[2] // op.out.heads
+    whole = (cc[:, 0] == 0) & (cc[:, 1] == d)
+    count = np.where(whole, 1, bb[:, 1] - bb[:, 0])
+    at = np.repeat(np.arange(len(tiles)), count)
+    within = np.arange(len(at)) - np.repeat(np.cumsum(count) - count, count)
+    head = bb[at, 0] + within
+    col_lo = np.where(whole[at], bb[at, 0] * d, head * d + cc[at, 0])
+    col_hi = np.where(whole[at], bb[at, 1] * d, head * d + cc[at, 1])
+    rows = rr[at]
+    lo = np.stack([np.zeros(len(at), dtype=np.int64), rows[:, 0], col_lo], axis=1)
+    hi = np.stack([np.ones(len(at), dtype=np.int64), rows[:, 1], col_hi], axis=1)
+    addr = within * (rows[:, 1] - rows[:, 0]) * (cc[at, 1] - cc[at, 0]) * wl.elem_bytes
+    return Held(tiles[at], lo.astype(np.int64), hi.astype(np.int64), addr.astype(np.int64))
 
 
 def input_held(wl: Workload, tensor: str, spec: Spec) -> Held:
