@@ -340,6 +340,30 @@ def test_a_bound_capped_by_the_candidates_left_out_holds_more_and_stays_below_ev
         assert grown.value <= floor, {op: c.layout.label for op, c in plan.items()}
 
 
+def test_the_model_holds_more_of_the_gemm_whose_floors_climb_slowest() -> None:
+    """`cap` per GEMM on average, the cheapest plans first: every held candidate's least plan
+    is below every one left out, and the least left out (the bound's cap) is above what an
+    even split holds back."""
+    from types import SimpleNamespace
+
+    from ipuopt.layout.program_bound import _hold
+
+    floors = {"slow": [5 + i for i in range(60)], "fast": [7 + 10 * i for i in range(60)],
+              "few": [3, 4, 400]}  # "few": above `upper` but its cheapest two
+    least = {g: min(f) for g, f in floors.items()}
+    cat = SimpleNamespace(cands={g: [None] * len(f) for g, f in floors.items()})
+    prog = SimpleNamespace(heads=[SimpleNamespace(name=g) for g in floors])
+    upper = sum(least.values()) + 300
+    chosen, outside, truncated = _hold(cat, prog, floors, least, upper, None, 0.5, 10)  # type: ignore[arg-type]
+    plan = {g: [f - least[g] + sum(least.values()) for f in floors[g]] for g in floors}
+    held = [plan[g][i] for g in floors for i in chosen[g]]
+    out = [plan[g][i] for g in floors for i in range(len(floors[g])) if i not in chosen[g]]
+    assert len(held) == 30 and truncated and max(held) <= min(out) == outside
+    assert len(chosen["slow"]) > 10 > len(chosen["fast"]) and len(chosen["few"]) == 2
+    even = min(sorted(plan[g])[min(10, len(plan[g]) - 1)] for g in ("slow", "fast"))
+    assert outside > even
+
+
 def test_a_plans_bound_counts_its_generated_phases_and_one_layouts_steps_together() -> None:
     """Priced for one plan, each input phase is at least the group bound of its generated
     transfers without their memory elements (the multicast argument the lane loads miss:

@@ -79,7 +79,7 @@ from ipuopt.workloads.geometry import homed, operand_home, operand_needs, reduct
 from ipuopt.workloads.phases import generate
 from ipuopt.workloads.workload import Operator, Workload
 
-MAX_CANDIDATES = 8000  # per GEMM in the model; the rest are bounded by `outside`
+MAX_CANDIDATES = 8000  # per GEMM in the model, on average; the rest are bounded by `outside`
 _TOP = 10**12  # cycles: above any term
 BULK = 8  # candidates priced ahead per GEMM phase at a time (`_BoundModel.ahead`)
 AHEAD_S = 1.0  # seconds a round prices ahead at least
@@ -284,7 +284,8 @@ def program_bound(wl: Workload, spec: Spec, grain: Grain = None, upper: int | No
             break
         before = max(before, _capped(best, outside))
         cap, old = 2 * cap, model
-        say(f"program bound: {before} cycles, capped by the candidates left out; up to {cap} held per GEMM")
+        say(f"program bound: {before} cycles, capped by the candidates left out; up to {cap} held per GEMM "
+            "on average")
     if best == math.inf and outside is None:
         raise InputError.one(wl.source, "", f"no plan fits {spec.name}'s memory")
     value = max(before, _capped(best, outside))
@@ -303,13 +304,16 @@ def _capped(best: float, outside: int | None) -> int:
 def _hold(cat: Catalogue, prog: _Program, floors: dict[str, list[int]], least: dict[str, int],
           upper: int | None, fixed: dict[str, str] | None, min_utilisation: float, cap: int
           ) -> tuple[dict[str, list[int]], int | None, bool]:
-    """The candidates the model holds per head: the named one (`fixed`), else up to `cap` per
-    GEMM cheapest floor first of those that can be in a plan below `upper`; the least floor
-    of a plan with one left out (None: none), and whether `cap` left any out."""
+    """The candidates the model holds per head: the named one (`fixed`), else of those that
+    can be in a plan below `upper`, `cap` per GEMM on average, cheapest first by the least
+    plan each can be in (its floor and every other GEMM's least): the GEMM whose candidates'
+    floors climb slowest holds more, so that the least of those left out (what caps the
+    bound) is as high as the model's size allows; the least floor of a plan with one left
+    out (None: none), and whether `cap` left any out."""
     chosen: dict[str, list[int]] = {}
     outside: int | None = None
-    truncated = False
     total = sum(least.values())
+    within: dict[str, list[int]] = {}
     for op in prog.heads:
         n = len(cat.cands[op.name])
         if fixed is not None:
@@ -325,13 +329,19 @@ def _hold(cat: Catalogue, prog: _Program, floors: dict[str, list[int]], least: d
             continue
         rest = total - least[op.name]
         order = sorted(range(n), key=lambda i: (floors[op.name][i], i))
-        within = [i for i in order if upper is None or floors[op.name][i] + rest <= upper]
-        chosen[op.name] = within[:cap]
-        truncated |= len(within) > cap
-        if fixed is None and len(chosen[op.name]) < n:
-            first_out = min(floors[op.name][i] for i in set(range(n)) - set(chosen[op.name])) + rest
+        within[op.name] = [i for i in order if upper is None or floors[op.name][i] + rest <= upper]
+        chosen[op.name] = within[op.name][:1]  # every GEMM holds its cheapest: a plan is there
+    names = list(within)
+    ranked = sorted((floors[g][i] - least[g], k, i) for k, g in enumerate(names) for i in within[g][1:])
+    room = max(0, cap * len(names) - len(names))
+    for _, k, i in ranked[:room]:
+        chosen[names[k]].append(i)
+    for g in within:
+        n = len(floors[g])
+        if fixed is None and len(chosen[g]) < n:
+            first_out = min(floors[g][i] for i in set(range(n)) - set(chosen[g])) + total - least[g]
             outside = first_out if outside is None else min(outside, first_out)
-    return chosen, outside, truncated
+    return chosen, outside, len(ranked) > room
 
 
 def _price(moves: Moves, model: _BoundModel, keys: list[tuple]) -> int:
