@@ -436,8 +436,9 @@ def row_pair_floor(wl: Workload, op: Operator, c: Candidate, spec: Spec, grain: 
     tiles other than x and y reach both, so their cores exclude every other receive on x and
     y, among them the weight blocks, which the homes' shared transmit lanes send no faster than
     their pair work allows. Some such pair holds at most its share of the A block (the
-    pieces are disjoint), the rest arrives by those multicasts. 0 where it does not apply
-    (B not a weight, A a weight, one row, no partner homes)."""
+    pieces are disjoint), the rest arrives by those multicasts. B's homes are row 0's tiles,
+    a weight's or a prepared operand's alike. 0 where it does not apply (B not multicast from
+    homes, A a weight, one row, no partner homes)."""
     if not row_pairs_apply(wl, op, c):
         return 0
     pairs = _home_pair_work(wl, op, c, spec, grain)
@@ -458,10 +459,10 @@ def home_pair_floor(wl: Workload, op: Operator, c: Candidate, spec: Spec, grain:
     """A floor of the input phase's horizon by the pair bound on the weight homes: two partner
     homes of row 0 share two transmit lanes and each sends its block at least once, so the
     pair's work over two lanes, whatever else the phase moves (the row-pair argument, which
-    needs a moved A, takes the lightest pair; this one the heaviest). 0 where B is no weight
-    broadcast to other rows or no homes are partners. `largest` is not used (one signature
+    needs a moved A, takes the lightest pair; this one the heaviest). 0 where B is not broadcast
+    from homes to other rows or no homes are partners. `largest` is not used (one signature
     with the other floors)."""
-    if not wl.tensors[op.inputs[1].tensor].weight or c.layout.rows < 2:
+    if not homed(wl, op, 1) or c.layout.rows < 2:
         return 0
     pairs = _home_pair_work(wl, op, c, spec, grain)
     return phase_head(spec) + -(-max(pairs) // 2) if pairs else 0
@@ -507,10 +508,10 @@ def row_pair_bound(wl: Workload, op: Operator, c: Candidate, spec: Spec, grain: 
 
 
 def row_pairs_apply(wl: Workload, op: Operator, c: Candidate) -> bool:
-    """A moved A (not a weight, nor written by the host where it is read), a weight B
-    broadcast from row 0 to other rows."""
-    a, b = (wl.tensors[v.tensor] for v in op.inputs)
-    return not (a.weight or a.replicated) and b.weight and c.layout.rows > 1
+    """A moved A (not a weight, nor written by the host where it is read), a B broadcast
+    from its homes on row 0 to other rows (a weight, or an operand the workload prepares)."""
+    a = wl.tensors[op.inputs[0].tensor]
+    return not (a.weight or a.replicated) and homed(wl, op, 1) and c.layout.rows > 1
 
 
 def home_pairs(spec: Spec, lay: GemmLayout, g: int, p: int) -> list[int]:

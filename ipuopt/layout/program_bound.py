@@ -28,7 +28,7 @@ are priced exactly and the model solved again, until that plan's moves are all p
 round also prices the next candidates' own phases ahead, for about as long as the model
 took to solve, so that the bound climbs faster than one plan a round.
 
-Pairs of layouts: an input phase whose A another GEMM leaves and whose weights are broadcast
+Pairs of layouts: an input phase whose A another GEMM leaves and whose B is broadcast from its homes
 is floored for every (producer layout, candidate) pair held before the first round
 (`_PairCuts`), and each candidate of either side is held to the whole program's least with
 its best partner (two rows, remade each round with the prices found since).
@@ -391,7 +391,7 @@ def _price_generated(model: _BoundModel, plan: dict[str, int], keys: dict[str, t
 class _PairCuts:
     """The row-pair argument with the producer's cells known (`layout.row_pairs`) for every
     pair of held (producer layout, consumer candidate) of an input phase whose A a producer
-    leaves and whose weights are broadcast, a few milliseconds per producer layout. Held as
+    leaves and whose B is broadcast from its homes, a few milliseconds per producer layout. Held as
     pricing holds a pair, it would take a row per pair (millions; the plans near the model's
     best come in families that differ by one split, and the bound stalled on them); instead
     each side's candidate gets what the whole program costs at least with its best partner,
@@ -418,7 +418,7 @@ class _PairCuts:
             floors = RowPairFloors(wl, op, [c.source for c in cands], [c.doc["needs"][a] for c in cands],  # type: ignore[misc]
                                    moves.needs_of, cat.spec, cat.grain, cat.check)
             if not floors.slotted:
-                continue  # no candidate has row pairs (B not a weight, one row, no partner homes)
+                continue  # no candidate has row pairs (B not homed, one row, no partner homes)
             first: dict[int, int] = {}
             for i, k in enumerate(floors.alike):
                 first.setdefault(k, i)
