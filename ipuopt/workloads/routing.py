@@ -14,6 +14,8 @@ from ipuopt.workloads.fragments import Grain, fragments
 from ipuopt.workloads.records import Delivery, GeneratedPhase, Need, Piece
 from ipuopt.workloads.workload import Workload
 
+SCAN_UP_TO = 64  # pieces checked against every need without an index (building it costs more)
+
 
 class Router:
     """Routes needs from a layout's pieces: one multicast per (piece, need) overlap and
@@ -35,7 +37,7 @@ class Router:
             return
         lo = np.array([[_part(p.partial), *(b[0] for b in p.box)] for p in pieces])
         hi = np.array([[_part(p.partial) + 1, *(b[1] for b in p.box)] for p in pieces])
-        near = PieceIndex(lo, hi) if len(pieces) > PieceIndex.SPREAD else None  # few: scan them all
+        near = PieceIndex(lo, hi) if len(pieces) > SCAN_UP_TO else None
         every = np.arange(len(pieces))
         wb = self.spec.exchange.word_bytes
         fan = self.spec.exchange.max_fanout
