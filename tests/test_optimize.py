@@ -307,11 +307,11 @@ def test_without_the_placement_the_bound_leaves_the_quickest_phases_their_auto(m
     finalists = opt._finalists
     seen: dict[str, float] = {}
 
-    def slow(*args, **kwargs):  # each replay as if it had taken 1,000 s, its phases 0.5 s each
+    def slow(*args, **kwargs):  # each replay as if it had taken 1,000 s, its phases 0.3 s each
         out = {}
         for k, v in finalists(*args, **kwargs).items():
             out[k] = {**v, "seconds": 1000.0, "run": {**v["run"], "boundaries": [
-                {**b, "solve_s": 0.5} for b in v["run"]["boundaries"]]}}
+                {**b, "solve_s": 0.3} for b in v["run"]["boundaries"]]}}
             seen["need"] = opt._auto_need({**out[k], "greedy": out[k]["run"]}, 1e9, 2)
         return out
 

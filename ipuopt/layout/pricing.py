@@ -287,15 +287,15 @@ def output_held(wl: Workload, op: Operator, c: Candidate) -> Held:
     batch = np.array(bsplit).reshape(-1, 2)
     g, r, col, i, j = np.indices((len(batch), len(msplit), len(nsplit), sub_a, sub_b)).reshape(5, -1)
     owner = i * sub_b + j
-    tiles = grid_tile(lay, g, r, col, owner)
+    tiles = grid_tile(lay, g, r, col, owner).astype(np.int64)
     box = [batch[g], rows[r, i], cols[col, j]]
     if op.out.transpose:
         box[1], box[2] = box[2], box[1]
     if op.out.heads:
-        return _stored_heads(wl, op, tiles.astype(np.int64), *box)
+        return _stored_heads(wl, op, tiles, *box)
     lo = np.stack([b[:, 0] for b in box], axis=1)
     hi = np.stack([b[:, 1] for b in box], axis=1)
-    return Held(tiles.astype(np.int64), lo.astype(np.int64), hi.astype(np.int64),
+    return Held(tiles, lo.astype(np.int64), hi.astype(np.int64),
                 np.zeros(len(tiles), dtype=np.int64))
 
 

@@ -336,10 +336,9 @@ def _hold(cat: Catalogue, prog: _Program, floors: dict[str, list[int]], least: d
     room = max(0, cap * len(names) - len(names))
     for _, k, i in ranked[:room]:
         chosen[names[k]].append(i)
-    for g in within:
-        n = len(floors[g])
-        if fixed is None and len(chosen[g]) < n:
-            first_out = min(floors[g][i] for i in set(range(n)) - set(chosen[g])) + total - least[g]
+    for g in within if fixed is None else ():
+        if left := set(range(len(floors[g]))) - set(chosen[g]):
+            first_out = min(floors[g][i] for i in left) + total - least[g]
             outside = first_out if outside is None else min(outside, first_out)
     return chosen, outside, len(ranked) > room
 
