@@ -16,6 +16,7 @@ from collections import Counter
 from dataclasses import replace
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from ipuopt.errors import InputError
@@ -24,7 +25,7 @@ from ipuopt.exchange.phase import Phase, paired_possible
 from ipuopt.exchange.solve import solve
 from ipuopt.exchange.timing import phase_timings
 from ipuopt.layout.candidates import Catalogue
-from ipuopt.layout.program_bound import program_bound
+from ipuopt.layout.program_bound import program_bound, table_row
 from ipuopt.params import SolveParams
 from ipuopt.spec import load_spec
 from ipuopt.workloads.gemm import enumerate_candidates
@@ -296,16 +297,24 @@ def test_fewer_pieces_than_partials_reduce_onto_fewer_tiles_and_price_below_the_
         GemmLayout.parse("2x4x4/3x2", SPEC)
 
 
-def test_the_bound_with_pair_cuts_is_below_every_sampled_plans_program() -> None:
+def test_the_bound_with_pair_cuts_is_below_every_sampled_plans_program(monkeypatch) -> None:
     """At the default grain the producer's cells floor the second GEMM's input phase for every
-    pair of layouts (`program_bound._PairCuts`): the bound over every plan stays below each
-    sampled plan's floor worked out from its generated phases at that grain."""
+    pair of layouts (`program_bound._PairCuts`), and the model's best pairs make rows of that
+    table (`table_rows`): the bound over every plan stays below each sampled plan's floor
+    worked out from its generated phases at that grain."""
+    from ipuopt.layout import program_bound as pb
+
+    made: list[int] = []
+    rows = pb._BoundModel.table_rows
+    monkeypatch.setattr(pb._BoundModel, "table_rows",
+                        lambda self, cut, j, i: (rows(self, cut, j, i), made.append(len(self.rows_made)))[0])
     wl = load_workload("mini-mlp")
     cat = Catalogue(wl, SPEC, 0.5, None, lambda _m: None, lambda: None)
     said: list[str] = []
     everything = program_bound(wl, SPEC, None, params=SolveParams(time_limit=10, workers=1, seed=0),
                                catalogue=cat, say=said.append)
     assert any("input phase floored for" in m for m in said), said
+    assert made and made[-1] > 0, "no round's plan made a row of the pair table"
     tested = 0
     for plan in _plans(wl, 10):
         labels = {op: c.layout.label for op, c in plan.items()}
@@ -319,6 +328,21 @@ def test_the_bound_with_pair_cuts_is_below_every_sampled_plans_program() -> None
         assert everything.value <= one.value, (labels, one.terms)
         tested += 1
     assert tested >= 6
+
+
+def test_a_table_row_holds_for_every_pair_and_is_the_table_on_its_own_column() -> None:
+    """`table_row`: a[r] + b[k] never above the table, equal to it on the column it is made for
+    (a model's row then holds for every plan and is exact for that class), and b the same
+    value but on the columns kept (one term in the model for all of them)."""
+    rng = np.random.default_rng(0)
+    for _ in range(40):
+        table = rng.integers(0, 1000, size=(int(rng.integers(1, 7)), int(rng.integers(1, 7))))
+        for c, keep in itertools.product(range(table.shape[1]), (1, 3, 8)):
+            a, b = table_row(table, c, keep)
+            total = a[:, None] + b[None, :]
+            assert (total <= table).all()
+            assert (total[:, c] == table[:, c]).all()
+            assert len(set(b.tolist()) - {-table[:, c].max()}) <= keep
 
 
 def test_a_bound_capped_by_the_candidates_left_out_holds_more_and_stays_below_every_plan(monkeypatch) -> None:

@@ -31,7 +31,9 @@ took to solve, so that the bound climbs faster than one plan a round.
 Pairs of layouts: an input phase whose A another GEMM leaves and whose B is broadcast from its homes
 is floored for every (producer layout, candidate) pair held before the first round
 (`_PairCuts`), and each candidate of either side is held to the whole program's least with
-its best partner (two rows, remade each round with the prices found since).
+its best partner (two rows, remade each round with the prices found since); and when the
+model's best plan values such a phase below its pair's floor, the consumer's class gets its
+column of floors as one row valid for every plan (`_BoundModel.table_rows`).
 
 Candidates: a plan's terms split into one floor per GEMM (`_floor`), so a candidate whose
 floor plus every other GEMM's least exceeds `upper` (a program already found) cannot be in a
@@ -84,6 +86,8 @@ _TOP = 10**12  # cycles: above any term
 BULK = 8  # candidates priced ahead per GEMM phase at a time (`_BoundModel.ahead`)
 AHEAD_S = 1.0  # seconds a round prices ahead at least
 CUT_SHARE = 0.3  # of the time left, what the pair cuts may take before the model is first solved
+ROW_CLASSES = 64  # consumer classes with a term of their own in a row of a pair table (`table_row`):
+# the rest share one (a row with every class slowed each round's model 2-3x)
 CUT_CHUNK = 1 << 21  # (producer, consumer) pairs evaluated at once (`_BoundModel.cut`)
 
 
@@ -272,13 +276,14 @@ def program_bound(wl: Workload, spec: Spec, grain: Grain = None, upper: int | No
                 _price(moves, model, unpriced)
                 _price_generated(model, found, unchecked, budget.is_set)
                 cuts.refresh()
+                cuts.rows(found)
                 began = time.perf_counter()
                 while time.perf_counter() - began < max(AHEAD_S, solved):
                     if not _price(moves, model, model.ahead(BULK, found)):
                         break  # every candidate priced
             except Stopped:  # the bound so far holds: prices only ever raise it
                 break
-            say(f"program bound: round {rounds}, {best} cycles; "
+            say(f"program bound: round {rounds}, {best} cycles (its model solved in {solved:.1f} s); "
                 f"{len(model.prices) + len(model.phases)} moves and phases priced")
         if not grow:
             break
@@ -440,6 +445,11 @@ class _PairCuts:
                 break
         self.refresh()
 
+    def rows(self, plan: dict[str, int]) -> None:
+        """Each cut's floors as rows of the model at `plan`'s pair (`_BoundModel.table_rows`)."""
+        for cut in self.cuts:
+            self.model.table_rows(cut, plan[cut.src], plan[cut.g])
+
     def refresh(self) -> None:
         """The cuts again with the phases priced since (each a term of its pair's exchange)."""
         priced = self.model.revision
@@ -575,6 +585,9 @@ class _BoundModel:
                 same.setdefault(k, []).append(i)
             self.twins[g] = [same[k] for k in keys]
         self.twin_lits: dict[tuple[str, int], Any] = {}
+        self.rows_made: set[tuple[int, int]] = set()  # `table_rows`' (cut, class)
+        self.class_lits: dict[tuple[int, int], Any] = {}
+        self.valued: dict[tuple[str, bool], int] = {}  # each phase's exchange in the last solution
         self._build()
 
     def ahead(self, n: int, plan: dict[str, int]) -> list[tuple]:
@@ -790,6 +803,34 @@ class _BoundModel:
         self.m.add(self.total >= sum(int(v) * x for v, x in zip(best_i, self.x[g], strict=True)))
         self.m.add(self.total >= sum(int(v) * x for v, x in zip(best_j, self.x[src], strict=True)))
 
+    def table_rows(self, cut: _Cut, j: int, i: int) -> None:
+        """`cut.phase`'s exchange at least its pair's floor in `cut.table` = T for GEMM
+        candidate `i`'s class c, whatever the producer's layout, by one row (made once) that
+        holds for every plan (`table_row`): exchange >= sum_r a[r] [layout r] + sum_k b[k]
+        [class k]. Made only when the model valued that phase below the pair's floor with
+        producer candidate `j` (a cut the last solution breaks; the others slowed the model
+        for nothing). One row rules out what pricing takes a pair a round for (every pair
+        would be millions of rows); the row enforced by the class's literal instead left
+        CP-SAT's relaxation too weak to prove a round's model in time, and the same row for
+        the producer's layout did not raise the bound."""
+        c = int(cut.cls[i])
+        if (id(cut), c) in self.rows_made or cut.table[cut.lab[j], c] <= self.valued[(cut.g, False)]:
+            return  # made, or the plan it was asked for already counts that floor: not cut off
+        self.rows_made.add((id(cut), c))
+        rows, cols = table_row(cut.table, c, ROW_CLASSES)
+        least = int(cols.min(initial=0))  # one literal for the classes at it: sum_k least [class k] = least
+        self.m.add(self.exchange_vars[(cut.g, False)]
+                   >= sum(int(v) * x for v, x in zip(rows[cut.lab], self.x[cut.src], strict=True) if v)
+                   + sum(int(cols[k] - least) * self._class(cut, k)
+                         for k in np.flatnonzero(cols > least).tolist()) + least)
+
+    def _class(self, cut: _Cut, k: int) -> Any:
+        """A literal: GEMM `cut.g`'s candidate is of class `k` in `cut`."""
+        if (id(cut), k) not in self.class_lits:
+            lit = self.class_lits[(id(cut), k)] = self.m.new_bool_var("")
+            self.m.add(lit == sum(self.x[cut.g][i] for i in np.flatnonzero(cut.cls == k).tolist()))
+        return self.class_lits[(id(cut), k)]
+
     def _exchange_items(self, b: _Boundary) -> list[tuple[str, list[int]]]:
         """What boundary `b`'s exchange is at least in the model, per head: its parts, its
         moves' floors and the phases priced for a candidate alone."""
@@ -883,6 +924,7 @@ class _BoundModel:
         if code not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
             return bound, False, {}
         plan = {h: next(i for i, v in enumerate(xs) if solver.boolean_value(v)) for h, xs in self.x.items()}
+        self.valued = {k: solver.value(v) for k, v in self.exchange_vars.items()}
         return bound, code == cp_model.OPTIMAL, plan
 
     def _memory(self, m: cp_model.CpModel, x: dict[str, list[Any]]) -> None:
@@ -902,6 +944,19 @@ class _BoundModel:
                             rows.setdefault(r, []).append(nbytes * v)
             for r, terms in rows.items():
                 m.add(sum(terms) <= capacity[r])
+
+
+def table_row(table: np.ndarray, c: int, keep: int) -> tuple[np.ndarray, np.ndarray]:
+    """Coefficients (a, b) with a[r] + b[k] <= table[r, k] everywhere, equal on column `c`: a
+    row of the model that holds for every pair and is exact for that column. b is -max(a)
+    (never above what holds, the table being at least 0) but on column `c` and the `keep` - 1
+    other columns where it is highest, so that the row needs one term for all the rest
+    (`_BoundModel.table_rows`)."""
+    a = table[:, c]
+    b = (table - a[:, None]).min(axis=0)
+    order = np.argsort(-b, kind="stable")
+    b[order[order != c][max(0, keep - 1):]] = -int(a.max(initial=0))
+    return a, b
 
 
 def _add_step(group: list[tuple[str, list[int]]], h: str, values: list[int]) -> None:
