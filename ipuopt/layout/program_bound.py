@@ -220,26 +220,14 @@ def program_bound(wl: Workload, spec: Spec, grain: Grain = None, upper: int | No
     say = say or (lambda _m: None)
     cat = catalogue or Catalogue(wl, spec, min_utilisation, grain, say, budget.check)
     cat.say, cat.check = say, budget.check  # a catalogue built earlier answered to its own clock
-    prog = _Program(cat)
-    moves = Moves(cat)
-    moves.refresh(cat.cands, exact=False)  # floors valid whatever any producer leaves
-    sync = spec.exchange.sync_cycles
-    memo: dict[tuple, int] = {}
-    terms = {op.name: [_terms(cat, op, c, moves.largest, memo) for c in cat.cands[op.name]]
-             for op in prog.heads}
-    floors = {op.name: [_floor(t, c, sync) for t, c in zip(terms[op.name], cat.cands[op.name], strict=True)]
-              for op in prog.gemms}
+    prog, moves, terms, floors = _start(cat)
     least = {g: min(f) for g, f in floors.items()}
     cap, before, old = MAX_CANDIDATES, 0, None
     while True:
         building = time.perf_counter()
         chosen, out, truncated = _hold(cat, prog, floors, least, upper, fixed, min_utilisation, cap)
-        taken = {g: [cat.cands[g][i] for i in idx] for g, idx in chosen.items()}
         try:
-            moves.refresh({op.name: taken.get(prog.head[op.name], []) if op.kind == "elementwise"
-                           else taken[op.name] for op in cat.ops}, exact=False)  # floors of producers held
-            model = _BoundModel(cat, prog, taken,
-                                {g: [terms[g][i] for i in idx] for g, idx in chosen.items()}, sync)
+            taken, model = _model(cat, prog, moves, terms, chosen)
         except Stopped:  # asked to stop while holding more: the bound made before holds
             if old is None:
                 raise
@@ -299,6 +287,32 @@ def program_bound(wl: Workload, spec: Spec, grain: Grain = None, upper: int | No
                         model.split(plan) if plan else [], {g: len(held[g]) for g in floors},
                         {g: len(cat.cands[g]) for g in floors}, len(model.prices) + len(model.phases),
                         rounds, grain, time.perf_counter() - t0)
+
+
+def _start(cat: Catalogue) -> tuple[_Program, Moves, dict[str, list[_Terms]], dict[str, list[int]]]:
+    """The program's heads, the moves' floors whatever any producer leaves, each head
+    candidate's terms and each GEMM candidate's least plan (`_floor`)."""
+    prog = _Program(cat)
+    moves = Moves(cat)
+    moves.refresh(cat.cands, exact=False)
+    sync = cat.spec.exchange.sync_cycles
+    memo: dict[tuple, int] = {}
+    terms = {op.name: [_terms(cat, op, c, moves.largest, memo) for c in cat.cands[op.name]]
+             for op in prog.heads}
+    floors = {op.name: [_floor(t, c, sync) for t, c in zip(terms[op.name], cat.cands[op.name], strict=True)]
+              for op in prog.gemms}
+    return prog, moves, terms, floors
+
+
+def _model(cat: Catalogue, prog: _Program, moves: Moves, terms: dict[str, list[_Terms]],
+           chosen: dict[str, list[int]]) -> tuple[dict[str, list[Cand]], _BoundModel]:
+    """The candidates `chosen` per head and the model over them (the moves' floors refreshed
+    for the producers held)."""
+    taken = {g: [cat.cands[g][i] for i in idx] for g, idx in chosen.items()}
+    moves.refresh({op.name: taken.get(prog.head[op.name], []) if op.kind == "elementwise"
+                   else taken[op.name] for op in cat.ops}, exact=False)
+    return taken, _BoundModel(cat, prog, taken, {g: [terms[g][i] for i in idx] for g, idx in chosen.items()},
+                              cat.spec.exchange.sync_cycles)
 
 
 def _capped(best: float, outside: int | None) -> int:
