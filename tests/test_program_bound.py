@@ -35,6 +35,7 @@ from ipuopt.workloads.workload import load_workload
 
 SPEC = load_spec("test64")
 MICRO = Path(__file__).parent / "data" / "program"
+PREPARED = str(MICRO / "mini-attention-prepared.yaml")  # mini-attention with q, k and v prepared
 
 
 def _plans(wl, n: int) -> list[dict]:
@@ -297,17 +298,19 @@ def test_fewer_pieces_than_partials_reduce_onto_fewer_tiles_and_price_below_the_
         GemmLayout.parse("2x4x4/3x2", SPEC)
 
 
-def test_the_bound_with_pair_cuts_is_below_every_sampled_plans_program() -> None:
-    """At the default grain the producer's cells floor the second GEMM's input phase for every
-    pair of layouts (`program_bound._PairCuts`, and rows of that table where the model's best
-    plans value it lower): the bound over every plan stays below each sampled plan's floor
-    worked out from its generated phases at that grain."""
-    wl = load_workload("mini-mlp")
+@pytest.mark.parametrize("workload", ["mini-mlp", PREPARED])
+def test_the_bound_with_pair_cuts_is_below_every_sampled_plans_program(workload: str) -> None:
+    """At the default grain the producer's cells floor an input phase (the second GEMM's of
+    mini-mlp, attention's last two) and a preparation move (attention's) for every pair of layouts
+    (`program_bound._PairCuts`, and rows of those tables where the model's best plans value
+    them lower): the bound over every plan stays below each sampled plan's, whose terms are
+    checked against its generated phases at that grain."""
+    wl = load_workload(workload)
     cat = Catalogue(wl, SPEC, 0.5, None, lambda _m: None, lambda: None)
-    said: list[str] = []
+    lines: list[str] = []
     everything = program_bound(wl, SPEC, None, params=SolveParams(time_limit=10, workers=1, seed=0),
-                               catalogue=cat, say=said.append)
-    assert any("input phase floored for" in m for m in said), said
+                               catalogue=cat, say=lines.append)
+    assert any("input phase floored for" in m for m in lines), lines  # then the moves', if time is left
     tested = 0
     for plan in _plans(wl, 10):
         labels = {op: c.layout.label for op, c in plan.items()}
@@ -357,15 +360,12 @@ def test_a_bound_capped_by_the_candidates_left_out_holds_more_and_stays_below_ev
         assert grown.value <= floor, {op: c.layout.label for op, c in plan.items()}
 
 
-def test_a_row_of_the_pair_table_holds_its_pair_at_the_tables_floor() -> None:
-    """With the pair of the highest floor in gemm2's input table fixed, the model values that
-    phase below the floor (its cuts hold the total, not the phase); the pair's row
-    (`_BoundModel.table_rows`) lifts the phase to the floor and the bound with it, still below
-    that plan's floor from its generated phases."""
-    from ipuopt.budget import Budget
+def _cut_model(workload: str) -> tuple:
+    """The program bound's model of `workload` at the default grain on test64, every candidate
+    held, and its pair cuts with every table whole."""
     from ipuopt.layout import program_bound as pb
 
-    wl = load_workload("mini-mlp")
+    wl = load_workload(workload)
     cat = Catalogue(wl, SPEC, 0.5, None, lambda _m: None, lambda: None)
     prog, moves, terms, floors = pb._start(cat)
     chosen, _out, _truncated = pb._hold(cat, prog, floors, {g: min(f) for g, f in floors.items()},
@@ -373,19 +373,52 @@ def test_a_row_of_the_pair_table_holds_its_pair_at_the_tables_floor() -> None:
     held, model = pb._model(cat, prog, moves, terms, chosen)
     cuts = pb._PairCuts(moves, model)
     cuts.add(math.inf)
-    (cut,) = cuts.cuts
+    return wl, moves, held, model, cuts.cuts
+
+
+def test_a_preparation_moves_table_is_below_its_price() -> None:
+    """Each preparation phase's move gets a table per (producer layout, need layout) whatever
+    else the plan is (`_PairCuts._moves`), and each entry is at most the move's price with
+    that producer's layout, 0 where the two layouts are one; most entries are above 0."""
+    _wl, moves, _held, model, cuts = _cut_model(PREPARED)
+    made = {cut.key: cut for cut in cuts if len(cut.key) == 3}
+    assert set(made) == {("qproj", "scores", "q"), ("kproj", "scores", "k"), ("vproj", "context", "v")}
+    rng = random.Random(0)
+    for (_src, g, t), cut in made.items():
+        labels = {row: label for label, row in cut.at.items()}
+        needs = {int(k): c.doc["needs"][t] for k, c in zip(cut.cls, model.held[g], strict=True)}
+        above = 0
+        for _ in range(60):
+            r, k = rng.randrange(cut.table.shape[0]), rng.randrange(cut.table.shape[1])
+            price = 0 if labels[r] == needs[k] else moves.price(t, labels[r], needs[k])
+            assert cut.table[r, k] <= price, (t, labels[r], needs[k])
+            above += cut.table[r, k] > 0
+        assert above > 30
+
+
+@pytest.mark.parametrize("workload, key", [("mini-mlp", ("gemm2", False)),
+                                           (PREPARED, ("kproj", "scores", "k"))])
+def test_a_row_of_the_pair_table_holds_its_pair_at_the_tables_floor(workload: str, key: tuple) -> None:
+    """With the pair of the highest floor in a table fixed (an input phase's or a preparation
+    move's), the model values what the table floors below it (its cuts hold the total, not
+    the phase); the pair's row (`_BoundModel.table_rows`) lifts it to the floor and the bound
+    with it, still below the floor of the plan it then finds, from that plan's generated
+    phases."""
+    from ipuopt.budget import Budget
+
+    wl, _moves, held, model, cuts = _cut_model(workload)
+    cut = next(c for c in cuts if c.key == key)
     table = cut.table[cut.lab[:, None], cut.cls[None, :]]
     j, i = (int(k) for k in np.unravel_index(np.argmax(table), table.shape))
     model.m.add(model.x[cut.src][j] == 1)
     model.m.add(model.x[cut.g][i] == 1)
     params = SolveParams(workers=1, seed=0)
     before, proven, _plan = model.solve(params, Budget())
-    assert proven and model.valued[(cut.g, False)] < table[j, i]
+    assert proven and model.valued[key] < table[j, i]
     model.table_rows(cut, j, i)
-    after, proven, _plan = model.solve(params, Budget())
-    assert proven and model.valued[(cut.g, False)] >= table[j, i] and after > before
-    gen = generate(wl, SPEC, {cut.src: held[cut.src][j].source.layout, cut.g: held[cut.g][i].source.layout})
-    assert after <= _floor(gen)
+    after, proven, plan = model.solve(params, Budget())
+    assert proven and model.valued[key] >= table[j, i] and after > before
+    assert after <= _floor(generate(wl, SPEC, {g: held[g][k].source.layout for g, k in plan.items()}))
 
 
 def test_the_model_holds_more_of_the_gemm_whose_floors_climb_slowest() -> None:

@@ -59,7 +59,7 @@ from ipuopt.errors import InputError
 from ipuopt.exchange.bounds import group_bound
 from ipuopt.exchange.timing import phase_timings
 from ipuopt.layout.candidates import INPUT_LAYOUT, Cand, Catalogue
-from ipuopt.layout.moves import Moves
+from ipuopt.layout.moves import PROBES, Moves
 from ipuopt.layout.pricing import (
     Held,
     Lanes,
@@ -73,6 +73,7 @@ from ipuopt.layout.pricing import (
     unicast_lanes,
 )
 from ipuopt.layout.row_pairs import RowPairFloors
+from ipuopt.layout.run_floors import Probes, grid_of, receive_floors
 from ipuopt.params import SolveParams
 from ipuopt.spec import Spec
 from ipuopt.workloads.fragments import BOX, Grain, grain_name, lane_work
@@ -451,13 +452,53 @@ class _PairCuts:
                 done += 1
             at = {label: n for n, label in enumerate(labels)}
             lab = np.array([at[c.doc["output"]] for c in model.held[src]])
-            self.cuts.append(_Cut(b, src, g, table, at, lab, np.array(floors.alike)))
+            self.cuts.append(_Cut(b, src, g, table, at, lab, np.array(floors.alike), (g, False)))
             left = len(labels) - done
             cat.say(f"program bound: {g}'s input phase floored for {done} x {len(first)} layouts"
                     + (f" (no time for the other {left} producer layouts)" if left else ""))
             if left:
                 break
+        else:
+            self._moves(until)
         self.refresh()
+
+    def _moves(self, until: float) -> None:
+        """The cuts of each preparation phase (one move, from a head's output into GEMM `g`'s
+        homes): per pair of (producer layout, need layout) the move's receive floor with the
+        producer's cells known (`run_floors.receive_floors`), every need layout at once per
+        producer layout; 0 where the layouts are one (no move)."""
+        moves, model = self.moves, self.model
+        cat, elem = moves.cat, moves.wl.elem_bytes
+        for b in model.boundaries:
+            if b.gemm is not None or len(b.moves) != 1 or cat.grain == BOX:
+                continue
+            ((src, g, t),) = b.moves
+            if src is None or src == g:
+                continue
+            needs = [c.doc["needs"][t] for c in model.held[g]]
+            kinds = list(dict.fromkeys(needs))
+            of = {n: k for k, n in enumerate(kinds)}
+            probes = Probes.of([moves.needs_of(n) for n in kinds],
+                               [moves.probe_needs(n, PROBES[-1]) for n in kinds])
+            labels = list(dict.fromkeys(c.doc["output"] for c in model.held[src]))
+            table = np.zeros((len(labels), len(kinds)), dtype=np.int64)
+            done = 0
+            while done < len(labels) and time.perf_counter() <= until:
+                cat.check()
+                grid = grid_of(moves.held_of(t, labels[done]), cat.spec, elem)
+                if grid is not None:
+                    table[done] = receive_floors(grid, probes, cat.spec, elem, cat.grain)
+                if labels[done] in of:
+                    table[done, of[labels[done]]] = 0
+                done += 1
+            at = {label: n for n, label in enumerate(labels)}
+            lab = np.array([at[c.doc["output"]] for c in model.held[src]])
+            self.cuts.append(_Cut(b, src, g, table, at, lab, np.array([of[n] for n in needs]), (src, g, t)))
+            left = len(labels) - done
+            cat.say(f"program bound: {b.phase} floored for {done} x {len(kinds)} layouts"
+                    + (f" (no time for the other {left} producer layouts)" if left else ""))
+            if left:
+                break
 
     def rows(self, plan: dict[str, int]) -> None:
         """Each cut's floors as rows of the model at `plan`'s pair (`_BoundModel.table_rows`)."""
@@ -476,7 +517,9 @@ class _PairCuts:
 @dataclass
 class _Cut:
     """Floors of `phase`'s exchange per pair: `table[lab[j], cls[i]]` for head `src`'s held
-    candidate j (its output layout's row, `at` by label) and GEMM `g`'s held candidate i."""
+    candidate j (its output layout's row, `at` by label) and GEMM `g`'s held candidate i; `key`
+    names the model's variable they floor: the input phase's exchange (GEMM, False) or the
+    move's (producer, GEMM, tensor) of a preparation phase."""
 
     phase: _Boundary
     src: str
@@ -485,6 +528,7 @@ class _Cut:
     at: dict[str, int]
     lab: np.ndarray
     cls: np.ndarray
+    key: tuple
     rows: dict[int, np.ndarray] = field(default_factory=dict)  # table row -> src's candidates
 
     def of(self, row: int) -> np.ndarray:
@@ -601,7 +645,7 @@ class _BoundModel:
         self.twin_lits: dict[tuple[str, int], Any] = {}
         self.rows_made: set[tuple[int, int]] = set()  # `table_rows`' (cut, class)
         self.class_lits: dict[tuple[int, int], Any] = {}
-        self.valued: dict[tuple[str, bool], int] = {}  # each phase's exchange in the last solution
+        self.valued: dict[tuple, int] = {}  # each phase's exchange and move in the last solution
         self._build()
 
     def ahead(self, n: int, plan: dict[str, int]) -> list[tuple]:
@@ -769,7 +813,16 @@ class _BoundModel:
         candidate's least over its partners."""
         phase, src, g = cut.phase, cut.src, cut.g
         priced: dict[int, list[tuple[int, int]]] = {}  # g's candidate -> (table row, its pair's price)
-        for (g2, i, haves), cycles in self.phases.items():
+        if len(cut.key) == 3:  # a move's: its prices by need label, each for every candidate with it
+            t = cut.key[2]
+            by_need: dict[str, list[tuple[int, int]]] = {}
+            for (t2, have, need), cycles in self.prices.items():
+                if t2 == t and have in cut.at:
+                    by_need.setdefault(need, []).append((cut.at[have], cycles))
+            for i, c in enumerate(self.held[g]):
+                if c.doc["needs"][t] in by_need:
+                    priced[i] = by_need[c.doc["needs"][t]]
+        for (g2, i, haves), cycles in self.phases.items() if len(cut.key) == 2 else ():
             if g2 == g and isinstance(haves, tuple) and len(haves) == 1 and haves[0][0] == src \
                     and haves[0][1] in cut.at:
                 priced.setdefault(i, []).append((cut.at[haves[0][1]], cycles))
@@ -828,15 +881,19 @@ class _BoundModel:
         CP-SAT's relaxation too weak to prove a round's model in time, and the same row for
         the producer's layout did not raise the bound."""
         c = int(cut.cls[i])
-        if (id(cut), c) in self.rows_made or cut.table[cut.lab[j], c] <= self.valued[(cut.g, False)]:
+        if (id(cut), c) in self.rows_made or cut.table[cut.lab[j], c] <= self.valued[cut.key]:
             return  # made, or the plan it was asked for already counts that floor: not cut off
         self.rows_made.add((id(cut), c))
         rows, cols = table_row(cut.table, c, ROW_CLASSES)
         least = int(cols.min(initial=0))  # one literal for the classes at it: sum_k least [class k] = least
-        self.m.add(self.exchange_vars[(cut.g, False)]
+        self.m.add(self._var(cut.key)
                    >= sum(int(v) * x for v, x in zip(rows[cut.lab], self.x[cut.src], strict=True) if v)
                    + sum(int(cols[k] - least) * self._class(cut, k)
                          for k in np.flatnonzero(cols > least).tolist()) + least)
+
+    def _var(self, key: tuple) -> Any:
+        """The exchange variable (GEMM, reduction?) or the move variable (producer, GEMM, tensor)."""
+        return self.exchange_vars[key] if key in self.exchange_vars else self.move_vars[key]
 
     def _class(self, cut: _Cut, k: int) -> Any:
         """A literal: GEMM `cut.g`'s candidate is of class `k` in `cut`."""
@@ -938,7 +995,8 @@ class _BoundModel:
         if code not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
             return bound, False, {}
         plan = {h: next(i for i, v in enumerate(xs) if solver.boolean_value(v)) for h, xs in self.x.items()}
-        self.valued = {k: solver.value(v) for k, v in self.exchange_vars.items()}
+        self.valued = {k: solver.value(v) for vs in (self.exchange_vars, self.move_vars)
+                       for k, v in vs.items()}
         return bound, code == cp_model.OPTIMAL, plan
 
     def _memory(self, m: cp_model.CpModel, x: dict[str, list[Any]]) -> None:
