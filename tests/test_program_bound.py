@@ -376,6 +376,23 @@ def _cut_model(workload: str) -> tuple:
     return wl, moves, held, model, cuts.cuts
 
 
+def test_each_plans_floors_add_up_below_its_generated_program() -> None:
+    """The candidates' floors (`program_bound._start`: what each GEMM adds to any program, its
+    preparation phases each with their sync and move) add up, over a plan's GEMMs, to at most
+    the plan's floor from its generated phases: what `_hold` orders candidates by and what
+    caps the bound (`outside`) rests on it."""
+    from ipuopt.layout import program_bound as pb
+
+    wl = load_workload(PREPARED)
+    cat = Catalogue(wl, SPEC, 0.5, None, lambda _m: None, lambda: None)
+    _prog, _moves, _terms, floors = pb._start(cat)
+    rng = random.Random(0)
+    for _ in range(12):
+        plan = {g: rng.randrange(len(f)) for g, f in floors.items()}
+        gen = generate(wl, SPEC, {g: cat.cands[g][i].source.layout for g, i in plan.items()})
+        assert sum(floors[g][i] for g, i in plan.items()) <= _floor(gen), plan
+
+
 def test_a_preparation_moves_table_is_below_its_price() -> None:
     """Each preparation phase's move gets a table per (producer layout, need layout) whatever
     else the plan is (`_PairCuts._moves`), and each entry is at most the move's price with

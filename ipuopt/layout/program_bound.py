@@ -300,7 +300,8 @@ def _start(cat: Catalogue) -> tuple[_Program, Moves, dict[str, list[_Terms]], di
     memo: dict[tuple, int] = {}
     terms = {op.name: [_terms(cat, op, c, moves.largest, memo) for c in cat.cands[op.name]]
              for op in prog.heads}
-    floors = {op.name: [_floor(t, c, sync) for t, c in zip(terms[op.name], cat.cands[op.name], strict=True)]
+    floors = {op.name: [_floor(t, c, sync, {t for which, t in cat.inputs(op) if op.inputs[which].prepare})
+                        for t, c in zip(terms[op.name], cat.cands[op.name], strict=True)]
               for op in prog.gemms}
     return prog, moves, terms, floors
 
@@ -590,11 +591,13 @@ def reduction_lanes(cat: Catalogue, op: Operator, c: Candidate) -> Lanes:
                          at * PARTIAL_BYTES)
 
 
-def _floor(t: _Terms, c: Cand, sync: int) -> int:
-    """What a GEMM candidate adds to any program at least: its input phase (sync and the
-    largest of its weight broadcast, its own floors and each operand's move floor), its
-    compute, and its reduction phase with its sync."""
-    phase = max([t.weights, t.inflow, *c.moves.values()])
+def _floor(t: _Terms, c: Cand, sync: int, prepared: set[str]) -> int:
+    """What a GEMM candidate adds to any program at least: each operand it prepares in a
+    phase of its own (sync and the move's floor), its input phase (sync and the largest of
+    its weight broadcast, its own floors and each other operand's move floor), its compute,
+    and its reduction phase with its sync."""
+    phase = max([t.weights, t.inflow, *(v for k, v in c.moves.items() if k not in prepared)])
+    phase += sum(sync + c.moves[k] for k in prepared)
     return sync + phase + t.multiply + t.reduce + ((sync + t.reduction) if t.parts > 1 else 0)
 
 
