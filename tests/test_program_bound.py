@@ -326,6 +326,20 @@ def test_the_bound_with_pair_cuts_is_below_every_sampled_plans_program(workload:
     assert tested >= 6
 
 
+def test_a_rounds_model_has_a_share_of_the_time_left(monkeypatch) -> None:
+    """No round's model may take more than `ROUND_SHARE` of the time left (a model with the
+    tables' rows can take minutes: its bound and best plan so far then stand)."""
+    from ipuopt.layout import program_bound as pb
+
+    asked: list[float] = []
+    solve = pb._BoundModel.solve
+    monkeypatch.setattr(pb._BoundModel, "solve", lambda self, params, budget, hint=None, seconds=None: (
+        asked.append(seconds), solve(self, params, budget, hint, seconds))[1])
+    wl = load_workload("mini-mlp")
+    program_bound(wl, SPEC, None, params=SolveParams(time_limit=4, workers=1, seed=0))
+    assert asked and all(s is not None and s <= max(pb.AHEAD_S, pb.ROUND_SHARE * 4) for s in asked), asked
+
+
 def test_a_table_row_holds_for_every_pair_and_is_the_table_on_its_own_column() -> None:
     """`table_row`: a[r] + b[k] never above the table, equal to it on the column it is made for
     (a model's row then holds for every plan and is exact for that class), and b the same

@@ -87,6 +87,8 @@ _TOP = 10**12  # cycles: above any term
 BULK = 8  # candidates priced ahead per GEMM phase at a time (`_BoundModel.ahead`)
 AHEAD_S = 1.0  # seconds a round prices ahead at least
 CUT_SHARE = 0.3  # of the time left, what the pair cuts may take before the model is first solved
+ROUND_SHARE = 0.4  # of the time left, what one round's model may take: its bound and best plan so far
+# then (the tables' rows can make one model take minutes, and the rounds after it climb faster)
 ROW_CLASSES = 64  # consumer classes with a term of their own in a row of a pair table (`table_row`):
 # the rest share one (a row with every class slowed each round's model 2-3x)
 CUT_CHUNK = 1 << 21  # (producer, consumer) pairs evaluated at once (`_BoundModel.cut`)
@@ -245,8 +247,9 @@ def program_bound(wl: Workload, spec: Spec, grain: Grain = None, upper: int | No
         grow = False
         while not budget.is_set():
             rounds += 1
-            solved = time.perf_counter()
-            bound, proven, found = model.solve(params, budget, plan)
+            solved, room = time.perf_counter(), budget.left()
+            bound, proven, found = model.solve(params, budget, plan,
+                                               None if room is None else max(AHEAD_S, ROUND_SHARE * room))
             solved = time.perf_counter() - solved
             best = max(best, bound)
             plan = found or plan
@@ -982,15 +985,16 @@ class _BoundModel:
                            >= sum(c * self.x[g][i] for i, c in prices.items()))
                 self.folded[(g, reduction)] = self.changed[(g, reduction)]
 
-    def solve(self, params: SolveParams, budget: Budget, hint: dict[str, int] | None = None
-              ) -> tuple[int, bool, dict[str, int]]:
-        """The model's bound, whether proven optimal, and its best plan ({} when none)."""
+    def solve(self, params: SolveParams, budget: Budget, hint: dict[str, int] | None = None,
+              seconds: float | None = None) -> tuple[int, bool, dict[str, int]]:
+        """The model's bound, whether proven optimal, and its best plan ({} when none), in at
+        most `seconds` (else what `budget` has left)."""
         self._fold()
         self.m.clear_hints()
         for h, i in (hint or {}).items():
             for j, v in enumerate(self.x[h]):
                 self.m.add_hint(v, i == j)
-        solver = cpsat.new_solver(params, budget)
+        solver = cpsat.new_solver(params, budget, None if seconds is None else min(seconds, budget.limit()))
         code = cpsat.solve(self.m, solver)
         if code == cp_model.INFEASIBLE:
             return math.inf, True, {}  # type: ignore[return-value]
