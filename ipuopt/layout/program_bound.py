@@ -303,9 +303,11 @@ def _start(cat: Catalogue) -> tuple[_Program, Moves, dict[str, list[_Terms]], di
     memo: dict[tuple, int] = {}
     terms = {op.name: [_terms(cat, op, c, moves.largest, memo) for c in cat.cands[op.name]]
              for op in prog.heads}
-    floors = {op.name: [_floor(t, c, sync, {t for which, t in cat.inputs(op) if op.inputs[which].prepare})
-                        for t, c in zip(terms[op.name], cat.cands[op.name], strict=True)]
-              for op in prog.gemms}
+    floors: dict[str, list[int]] = {}
+    for op in prog.gemms:
+        prepared = {v for which, v in cat.inputs(op) if op.inputs[which].prepare}
+        floors[op.name] = [_floor(t, c, sync, prepared)
+                           for t, c in zip(terms[op.name], cat.cands[op.name], strict=True)]
     return prog, moves, terms, floors
 
 
