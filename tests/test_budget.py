@@ -94,3 +94,34 @@ def test_a_method_with_no_time_left_is_not_run(monkeypatch) -> None:
     got = solve(phase, spec, "cpsat", {"workers": 1, "seed": 0}, budget=Budget(0))
     assert got.status == "fallback" and got.value == got.extras["greedy_horizon"]
     assert "no time left for cpsat" in got.reason
+
+
+def test_a_greedy_past_its_share_leaves_the_bounds_theirs(monkeypatch) -> None:
+    """The greedy's first rule always completes, even past its share of the time limit; the
+    bounds then still get theirs, counted from when they start: the group bound is found
+    (on this phase it is above every other bound) where it used to be cut before it began."""
+    from ipuopt.exchange import solve as stages
+    from ipuopt.exchange.bounds import all_bounds
+    from ipuopt.exchange.instance import Instance
+    from ipuopt.exchange.phase import Phase, Transfer
+    from ipuopt.params import SolveParams
+    from ipuopt.spec import load_spec
+
+    spec, limit = load_spec("gc200"), 4.0
+    row = [Transfer(f"r{k}", 40 + 2 * k, (20, 21), 30, paired="never") for k in range(2)]
+    cols = [Transfer(f"c{j}.{k}", j, (20 + j, 30 + j), 40) for j in range(2) for k in range(2)]
+    phase = Phase("gc200", row + cols, name="row-and-columns")
+    found = {b.name: b.value for b in all_bounds(Instance(phase, spec), None)}
+    assert found["group"] > max(v for k, v in found.items() if k != "group")
+    greedy = stages.best_greedy
+
+    def slow(*args, **kwargs):  # as on a loaded machine: past the greedy's and the bounds' shares
+        out = greedy(*args, **kwargs)
+        until = time.monotonic() + (stages.GREEDY_SHARE + stages.BOUND_SHARE) * limit
+        while time.monotonic() < until:
+            time.sleep(0.01)
+        return out
+
+    monkeypatch.setattr(stages, "best_greedy", slow)
+    res = stages.solve(phase, spec, "greedy", SolveParams(limit, workers=1, seed=0))
+    assert res.bound >= found["group"], (res.bound, found)
