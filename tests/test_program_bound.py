@@ -427,14 +427,12 @@ def test_a_preparation_moves_table_is_below_its_price() -> None:
         assert above > 30
 
 
-@pytest.mark.parametrize("workload, key", [("mini-mlp", ("gemm2", False)),
-                                           (PREPARED, ("kproj", "scores", "k"))])
+@pytest.mark.parametrize("workload, key", [("mini-mlp", ("gemm2", False)), (PREPARED, ("oproj", False))])
 def test_a_row_of_the_pair_table_holds_its_pair_at_the_tables_floor(workload: str, key: tuple) -> None:
-    """With the pair of the highest floor in a table fixed (an input phase's or a preparation
-    move's), the model values what the table floors below it (its cuts hold the total, not
-    the phase); the pair's row (`_BoundModel.table_rows`) lifts it to the floor and the bound
-    with it, still below the floor of the plan it then finds, from that plan's generated
-    phases."""
+    """With the pair of the highest floor in an input phase's table fixed, the model values
+    that phase below the floor (its cuts hold the total, not the phase); the pair's row
+    (`_BoundModel.table_rows`) lifts it to the floor and the bound with it, still below the
+    floor of the plan it then finds, from that plan's generated phases."""
     from ipuopt.budget import Budget
 
     wl, _moves, held, model, cuts = _cut_model(workload)

@@ -87,6 +87,7 @@ _TOP = 10**12  # cycles: above any term
 BULK = 8  # candidates priced ahead per GEMM phase at a time (`_BoundModel.ahead`)
 AHEAD_S = 1.0  # seconds a round prices ahead at least
 CUT_SHARE = 0.3  # of the time left, what the pair cuts may take before the model is first solved
+FILL_SLICE = 0.5  # seconds each pair table is filled in turn (`_PairCuts.add`)
 ROUND_SHARE = 0.4  # of the time left, what one round's model may take: its bound and best plan so far
 # then (the tables' rows can make one model take minutes, and the rounds after it climb faster)
 ROW_CLASSES = 64  # consumer classes with a term of their own in a row of a pair table (`table_row`):
@@ -428,88 +429,100 @@ class _PairCuts:
         self.priced = -1
 
     def add(self, until: float) -> None:
-        """The cuts of every such phase, unless their floors take beyond `until`."""
-        moves, model = self.moves, self.model
-        wl, cat = moves.wl, moves.cat
-        for b in model.boundaries:
-            if b.gemm is None or b.reduction:
-                continue
-            op = next(o for o in cat.ops if o.name == b.gemm)
-            a = op.inputs[0].tensor
-            src = model.prog.layout_of(a)
-            if src is None or src == b.gemm or homed(wl, op, 0) or cat.grain == BOX:
-                continue
-            g, cands = b.gemm, model.held[b.gemm]
-            floors = RowPairFloors(wl, op, [c.source for c in cands], [c.doc["needs"][a] for c in cands],  # type: ignore[misc]
-                                   moves.needs_of, cat.spec, cat.grain, cat.check)
-            if not floors.slotted:
-                continue  # no candidate has row pairs (B not homed, one row, no partner homes)
-            first: dict[int, int] = {}
-            for i, k in enumerate(floors.alike):
-                first.setdefault(k, i)
-            # the producer's layouts cheapest first (`_hold`); those left when the time is up
-            # keep a floor of 0, which any pair's other terms still hold
-            labels = list(dict.fromkeys(c.doc["output"] for c in model.held[src]))
-            table = np.zeros((len(labels), len(first)), dtype=np.int64)
-            done = 0
-            while done < len(labels) and time.perf_counter() <= until:
-                cat.check()
-                table[done] = floors.against(moves.held_of(a, labels[done]), list(first.values()))
-                done += 1
-            at = {label: n for n, label in enumerate(labels)}
-            lab = np.array([at[c.doc["output"]] for c in model.held[src]])
-            self.cuts.append(_Cut(b, src, g, table, at, lab, np.array(floors.alike), (g, False)))
-            left = len(labels) - done
-            cat.say(f"program bound: {g}'s input phase floored for {done} x {len(first)} layouts"
-                    + (f" (no time for the other {left} producer layouts)" if left else ""))
-            if left:
-                break
-        else:
-            self._moves(until)
+        """The cuts of every such phase and preparation move. Their tables are filled a slice
+        of time each in turn, one producer layout (cheapest first, as `_hold` orders them) at
+        a time, so that a cheap table is not left out behind a costly one when the time is
+        short; rows left when it is up keep a floor of 0, which any pair's other terms hold."""
+        made = [t for t in (*map(self._input_table, self.model.boundaries),
+                            *map(self._move_table, self.model.boundaries)) if t is not None]
+        self.cuts += [cut for cut, _row, _labels in made]  # their tables as far as filled: valid
+        done = [0] * len(made)
+        while time.perf_counter() <= until and any(d < len(t[2]) for d, t in zip(done, made, strict=True)):
+            for k, (cut, row, labels) in enumerate(made):
+                end = min(until, time.perf_counter() + FILL_SLICE)
+                while done[k] < len(labels) and time.perf_counter() <= end:
+                    self.moves.cat.check()
+                    cut.table[done[k]] = row(labels[done[k]])
+                    done[k] += 1
+        for (cut, _row, labels), n in zip(made, done, strict=True):
+            what = f"{cut.g}'s input phase" if len(cut.key) == 2 else cut.phase.phase
+            self.moves.cat.say(f"program bound: {what} floored for {n} x {cut.table.shape[1]} layouts"
+                               + (f" (no time for the other {len(labels) - n} producer layouts)"
+                                  if n < len(labels) else ""))
         self.refresh()
 
-    def _moves(self, until: float) -> None:
-        """The cuts of each preparation phase (one move, from a head's output into GEMM `g`'s
-        homes): per pair of (producer layout, need layout) the move's receive floor with the
-        producer's cells known (`run_floors.receive_floors`), every need layout at once per
-        producer layout; 0 where the layouts are one (no move)."""
+    def _input_table(self, b: _Boundary) -> tuple[_Cut, Callable[[str], np.ndarray], list[str]] | None:
+        """GEMM `b.gemm`'s input phase, when its A comes from another head and its B is
+        multicast from its homes: the cut with an empty table, how a producer layout's row is
+        made (the row-pair floors against every class of consumer), and the producer layouts."""
+        moves, model = self.moves, self.model
+        wl, cat = moves.wl, moves.cat
+        if b.gemm is None or b.reduction or cat.grain == BOX:
+            return None
+        op = next(o for o in cat.ops if o.name == b.gemm)
+        a = op.inputs[0].tensor
+        src = model.prog.layout_of(a)
+        if src is None or src == b.gemm or homed(wl, op, 0):
+            return None
+        g, cands = b.gemm, model.held[b.gemm]
+        floors = RowPairFloors(wl, op, [c.source for c in cands], [c.doc["needs"][a] for c in cands],  # type: ignore[misc]
+                               moves.needs_of, cat.spec, cat.grain, cat.check)
+        if not floors.slotted:
+            return None  # no candidate has row pairs (B not homed, one row, no partner homes)
+        first: dict[int, int] = {}
+        for i, k in enumerate(floors.alike):
+            first.setdefault(k, i)
+        picked = list(first.values())
+        cut = self._cut(b, src, g, len(first), np.array(floors.alike), (g, False))
+        return cut, lambda label: floors.against(moves.held_of(a, label), picked), list(cut.at)
+
+    def _move_table(self, b: _Boundary) -> tuple[_Cut, Callable[[str], np.ndarray], list[str]] | None:
+        """A preparation phase's move (from a head's output into GEMM `g`'s homes): the cut
+        with an empty table, how a producer layout's row is made (the move's receive floor
+        with the producer's cells known, `run_floors.receive_floors`, for every need layout at
+        once; 0 where the layouts are one, or the producer's pieces are not a grid's cells),
+        and the producer layouts."""
         moves, model = self.moves, self.model
         cat, elem = moves.cat, moves.wl.elem_bytes
-        for b in model.boundaries:
-            if b.gemm is not None or len(b.moves) != 1 or cat.grain == BOX:
-                continue
-            ((src, g, t),) = b.moves
-            if src is None or src == g:
-                continue
-            needs = [c.doc["needs"][t] for c in model.held[g]]
-            kinds = list(dict.fromkeys(needs))
-            of = {n: k for k, n in enumerate(kinds)}
-            probes = Probes.of([moves.needs_of(n) for n in kinds],
-                               [moves.probe_needs(n, PROBES[-1]) for n in kinds])
-            labels = list(dict.fromkeys(c.doc["output"] for c in model.held[src]))
-            table = np.zeros((len(labels), len(kinds)), dtype=np.int64)
-            done = 0
-            while done < len(labels) and time.perf_counter() <= until:
-                cat.check()
-                grid = grid_of(moves.held_of(t, labels[done]), cat.spec, elem)
-                if grid is not None:
-                    table[done] = receive_floors(grid, probes, cat.spec, elem, cat.grain)
-                if labels[done] in of:
-                    table[done, of[labels[done]]] = 0
-                done += 1
-            at = {label: n for n, label in enumerate(labels)}
-            lab = np.array([at[c.doc["output"]] for c in model.held[src]])
-            self.cuts.append(_Cut(b, src, g, table, at, lab, np.array([of[n] for n in needs]), (src, g, t)))
-            left = len(labels) - done
-            cat.say(f"program bound: {b.phase} floored for {done} x {len(kinds)} layouts"
-                    + (f" (no time for the other {left} producer layouts)" if left else ""))
-            if left:
-                break
+        if b.gemm is not None or len(b.moves) != 1 or cat.grain == BOX:
+            return None
+        ((src, g, t),) = b.moves
+        if src is None or src == g:
+            return None
+        needs = [c.doc["needs"][t] for c in model.held[g]]
+        kinds = list(dict.fromkeys(needs))
+        of = {n: k for k, n in enumerate(kinds)}
+        probes = Probes.of([moves.needs_of(n) for n in kinds],
+                           [moves.probe_needs(n, PROBES[-1]) for n in kinds])
+
+        def row(label: str) -> np.ndarray:
+            grid = grid_of(moves.held_of(t, label), cat.spec, elem)
+            out = np.zeros(len(kinds), dtype=np.int64) if grid is None else receive_floors(
+                grid, probes, cat.spec, elem, cat.grain)
+            if label in of:
+                out[of[label]] = 0
+            return out
+
+        cut = self._cut(b, src, g, len(kinds), np.array([of[n] for n in needs]), (src, g, t))
+        return cut, row, list(cut.at)
+
+    def _cut(self, b: _Boundary, src: str, g: str, classes: int, cls: np.ndarray, key: tuple) -> _Cut:
+        """A cut of boundary `b` between heads `src` and `g` with a table of 0s, a row per
+        output layout of `src`'s held candidates in their order."""
+        held = self.model.held[src]
+        at = {label: n for n, label in enumerate(dict.fromkeys(c.doc["output"] for c in held))}
+        lab = np.array([at[c.doc["output"]] for c in held])
+        return _Cut(b, src, g, np.zeros((len(at), classes), dtype=np.int64), at, lab, cls, key)
 
     def rows(self, plan: dict[str, int]) -> None:
-        """Each cut's floors as rows of the model at `plan`'s pair (`_BoundModel.table_rows`)."""
+        """Each input phase's floors as rows of the model at `plan`'s pair
+        (`_BoundModel.table_rows`). Not the preparation moves': their rows (a term per held
+        producer candidate, 11,000 on attention) made a round's model take 13 s in one run and
+        more than 60 s without a better bound in another (the bound then 95,573 or 90,108 at
+        300 s; 92,952 with the moves' cuts alone)."""
         for cut in self.cuts:
-            self.model.table_rows(cut, plan[cut.src], plan[cut.g])
+            if len(cut.key) == 2:
+                self.model.table_rows(cut, plan[cut.src], plan[cut.g])
 
     def refresh(self) -> None:
         """The cuts again with the phases priced since (each a term of its pair's exchange)."""
@@ -653,7 +666,7 @@ class _BoundModel:
         self.twin_lits: dict[tuple[str, int], Any] = {}
         self.rows_made: set[tuple[int, int]] = set()  # `table_rows`' (cut, class)
         self.class_lits: dict[tuple[int, int], Any] = {}
-        self.valued: dict[tuple, int] = {}  # each phase's exchange and move in the last solution
+        self.valued: dict[tuple, int] = {}  # each phase's exchange in the last solution
         self._build()
 
     def ahead(self, n: int, plan: dict[str, int]) -> list[tuple]:
@@ -894,14 +907,10 @@ class _BoundModel:
         self.rows_made.add((id(cut), c))
         rows, cols = table_row(cut.table, c, ROW_CLASSES)
         least = int(cols.min(initial=0))  # one literal for the classes at it: sum_k least [class k] = least
-        self.m.add(self._var(cut.key)
+        self.m.add(self.exchange_vars[cut.key]
                    >= sum(int(v) * x for v, x in zip(rows[cut.lab], self.x[cut.src], strict=True) if v)
                    + sum(int(cols[k] - least) * self._class(cut, k)
                          for k in np.flatnonzero(cols > least).tolist()) + least)
-
-    def _var(self, key: tuple) -> Any:
-        """The exchange variable (GEMM, reduction?) or the move variable (producer, GEMM, tensor)."""
-        return self.exchange_vars[key] if key in self.exchange_vars else self.move_vars[key]
 
     def _class(self, cut: _Cut, k: int) -> Any:
         """A literal: GEMM `cut.g`'s candidate is of class `k` in `cut`."""
@@ -1004,8 +1013,7 @@ class _BoundModel:
         if code not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
             return bound, False, {}
         plan = {h: next(i for i, v in enumerate(xs) if solver.boolean_value(v)) for h, xs in self.x.items()}
-        self.valued = {k: solver.value(v) for vs in (self.exchange_vars, self.move_vars)
-                       for k, v in vs.items()}
+        self.valued = {k: solver.value(v) for k, v in self.exchange_vars.items()}
         return bound, code == cp_model.OPTIMAL, plan
 
     def _memory(self, m: cp_model.CpModel, x: dict[str, list[Any]]) -> None:
