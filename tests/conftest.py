@@ -48,6 +48,15 @@ def make_phase(spec: Spec, *transfers: dict) -> Phase:
     return phase
 
 
+def row_and_columns() -> Phase:
+    """Two multicasts into tiles 20 and 21 (ordinary only) and two columns crossing them, 20-30
+    fed by tile 0 and 21-31 by its partner 1 (gc200): a phase whose group bound is above
+    every other bound and is its optimum."""
+    row = [Transfer(f"r{k}", 40 + 2 * k, (20, 21), 30, paired="never") for k in range(2)]
+    cols = [Transfer(f"c{j}.{k}", j, (20 + j, 30 + j), 40) for j in range(2) for k in range(2)]
+    return Phase("gc200", row + cols, name="row-and-columns")
+
+
 def run_cli(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None
             ) -> subprocess.CompletedProcess:
     """The CLI as a user runs it: a separate process, exit code and both streams."""

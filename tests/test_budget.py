@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import time
 
+from conftest import row_and_columns
+
 from ipuopt.budget import DEFAULT_TIME_LIMIT, Budget, Grant
 
 
@@ -103,14 +105,10 @@ def test_a_greedy_past_its_share_leaves_the_bounds_theirs(monkeypatch) -> None:
     from ipuopt.exchange import solve as stages
     from ipuopt.exchange.bounds import all_bounds
     from ipuopt.exchange.instance import Instance
-    from ipuopt.exchange.phase import Phase, Transfer
     from ipuopt.params import SolveParams
     from ipuopt.spec import load_spec
 
-    spec, limit = load_spec("gc200"), 4.0
-    row = [Transfer(f"r{k}", 40 + 2 * k, (20, 21), 30, paired="never") for k in range(2)]
-    cols = [Transfer(f"c{j}.{k}", j, (20 + j, 30 + j), 40) for j in range(2) for k in range(2)]
-    phase = Phase("gc200", row + cols, name="row-and-columns")
+    spec, limit, phase = load_spec("gc200"), 4.0, row_and_columns()
     found = {b.name: b.value for b in all_bounds(Instance(phase, spec), None)}
     assert found["group"] > max(v for k, v in found.items() if k != "group")
     greedy = stages.best_greedy

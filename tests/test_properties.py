@@ -8,7 +8,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from conftest import DATA, HAND_SPEC
+from conftest import DATA, HAND_SPEC, row_and_columns
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
@@ -263,10 +263,7 @@ def test_group_bound_sees_the_lanes_behind_a_multicast() -> None:
     time) or ordinary (twice as long), and the multicasts can run only when neither is at
     20 or 21. Every single lane, the pair's two lanes and the clique bound see one side; the
     group bound adds the row's windows to the pair's and is the optimum."""
-    spec = load_spec("gc200")
-    row = [Transfer(f"r{k}", 40 + 2 * k, (20, 21), 30, paired="never") for k in range(2)]
-    cols = [Transfer(f"c{j}.{k}", j, (20 + j, 30 + j), 40) for j in range(2) for k in range(2)]
-    phase = Phase("gc200", row + cols, name="row-and-columns")
+    spec, phase = load_spec("gc200"), row_and_columns()
     by_name = {b.name: b.value for b in all_bounds(Instance(phase, spec), None)}
     assert by_name["group"] == proven_optimum(phase, spec)
     assert by_name["group"] >= max(v for k, v in by_name.items() if k != "group") + 25

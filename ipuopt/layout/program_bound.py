@@ -435,26 +435,27 @@ class _PairCuts:
         short; rows left when it is up keep a floor of 0, which any pair's other terms hold."""
         made = [t for t in (*map(self._input_table, self.model.boundaries),
                             *map(self._move_table, self.model.boundaries)) if t is not None]
-        self.cuts += [cut for cut, _row, _labels in made]  # their tables as far as filled: valid
+        self.cuts += [cut for cut, _row in made]  # their tables as far as filled: valid
+        labels = [list(cut.at) for cut, _row in made]  # each table's rows, in order
         done = [0] * len(made)
-        while time.perf_counter() <= until and any(d < len(t[2]) for d, t in zip(done, made, strict=True)):
-            for k, (cut, row, labels) in enumerate(made):
+        while time.perf_counter() <= until and any(d < len(ls) for d, ls in zip(done, labels, strict=True)):
+            for k, (cut, row) in enumerate(made):
                 end = min(until, time.perf_counter() + FILL_SLICE)
-                while done[k] < len(labels) and time.perf_counter() <= end:
+                while done[k] < len(labels[k]) and time.perf_counter() <= end:
                     self.moves.cat.check()
-                    cut.table[done[k]] = row(labels[done[k]])
+                    cut.table[done[k]] = row(labels[k][done[k]])
                     done[k] += 1
-        for (cut, _row, labels), n in zip(made, done, strict=True):
-            what = f"{cut.g}'s input phase" if len(cut.key) == 2 else cut.phase.phase
+        for (cut, _row), n in zip(made, done, strict=True):
+            what = f"{cut.g}'s input phase" if cut.tensor is None else cut.phase.phase
+            left = len(cut.at) - n
             self.moves.cat.say(f"program bound: {what} floored for {n} x {cut.table.shape[1]} layouts"
-                               + (f" (no time for the other {len(labels) - n} producer layouts)"
-                                  if n < len(labels) else ""))
+                               + (f" (no time for the other {left} producer layouts)" if left else ""))
         self.refresh()
 
-    def _input_table(self, b: _Boundary) -> tuple[_Cut, Callable[[str], np.ndarray], list[str]] | None:
+    def _input_table(self, b: _Boundary) -> tuple[_Cut, Callable[[str], np.ndarray]] | None:
         """GEMM `b.gemm`'s input phase, when its A comes from another head and its B is
-        multicast from its homes: the cut with an empty table, how a producer layout's row is
-        made (the row-pair floors against every class of consumer), and the producer layouts."""
+        multicast from its homes: the cut with an empty table, and how a producer layout's row
+        is made (the row-pair floors against every class of consumer)."""
         moves, model = self.moves, self.model
         wl, cat = moves.wl, moves.cat
         if b.gemm is None or b.reduction or cat.grain == BOX:
@@ -474,14 +475,13 @@ class _PairCuts:
             first.setdefault(k, i)
         picked = list(first.values())
         cut = self._cut(b, src, g, len(first), np.array(floors.alike), (g, False))
-        return cut, lambda label: floors.against(moves.held_of(a, label), picked), list(cut.at)
+        return cut, lambda label: floors.against(moves.held_of(a, label), picked)
 
-    def _move_table(self, b: _Boundary) -> tuple[_Cut, Callable[[str], np.ndarray], list[str]] | None:
+    def _move_table(self, b: _Boundary) -> tuple[_Cut, Callable[[str], np.ndarray]] | None:
         """A preparation phase's move (from a head's output into GEMM `g`'s homes): the cut
-        with an empty table, how a producer layout's row is made (the move's receive floor
+        with an empty table, and how a producer layout's row is made (the move's receive floor
         with the producer's cells known, `run_floors.receive_floors`, for every need layout at
-        once; 0 where the layouts are one, or the producer's pieces are not a grid's cells),
-        and the producer layouts."""
+        once; 0 where the layouts are one, or the producer's pieces are not a grid's cells)."""
         moves, model = self.moves, self.model
         cat, elem = moves.cat, moves.wl.elem_bytes
         if b.gemm is not None or len(b.moves) != 1 or cat.grain == BOX:
@@ -504,7 +504,7 @@ class _PairCuts:
             return out
 
         cut = self._cut(b, src, g, len(kinds), np.array([of[n] for n in needs]), (src, g, t))
-        return cut, row, list(cut.at)
+        return cut, row
 
     def _cut(self, b: _Boundary, src: str, g: str, classes: int, cls: np.ndarray, key: tuple) -> _Cut:
         """A cut of boundary `b` between heads `src` and `g` with a table of 0s, a row per
@@ -521,7 +521,7 @@ class _PairCuts:
         more than 60 s without a better bound in another (the bound then 95,573 or 90,108 at
         300 s; 92,952 with the moves' cuts alone)."""
         for cut in self.cuts:
-            if len(cut.key) == 2:
+            if cut.tensor is None:
                 self.model.table_rows(cut, plan[cut.src], plan[cut.g])
 
     def refresh(self) -> None:
@@ -549,6 +549,11 @@ class _Cut:
     cls: np.ndarray
     key: tuple
     rows: dict[int, np.ndarray] = field(default_factory=dict)  # table row -> src's candidates
+
+    @property
+    def tensor(self) -> str | None:
+        """The tensor a preparation move's cut moves (None: an input phase's cut)."""
+        return self.key[2] if len(self.key) == 3 else None
 
     def of(self, row: int) -> np.ndarray:
         if row not in self.rows:
@@ -666,7 +671,7 @@ class _BoundModel:
         self.twin_lits: dict[tuple[str, int], Any] = {}
         self.rows_made: set[tuple[int, int]] = set()  # `table_rows`' (cut, class)
         self.class_lits: dict[tuple[int, int], Any] = {}
-        self.valued: dict[tuple, int] = {}  # each phase's exchange in the last solution
+        self.valued: dict[tuple[str, bool], int] = {}  # each phase's exchange in the last solution
         self._build()
 
     def ahead(self, n: int, plan: dict[str, int]) -> list[tuple]:
@@ -834,8 +839,7 @@ class _BoundModel:
         candidate's least over its partners."""
         phase, src, g = cut.phase, cut.src, cut.g
         priced: dict[int, list[tuple[int, int]]] = {}  # g's candidate -> (table row, its pair's price)
-        if len(cut.key) == 3:  # a move's: its prices by need label, each for every candidate with it
-            t = cut.key[2]
+        if (t := cut.tensor) is not None:  # a move's: its prices by need label, for every candidate with it
             by_need: dict[str, list[tuple[int, int]]] = {}
             for (t2, have, need), cycles in self.prices.items():
                 if t2 == t and have in cut.at:
@@ -843,7 +847,7 @@ class _BoundModel:
             for i, c in enumerate(self.held[g]):
                 if c.doc["needs"][t] in by_need:
                     priced[i] = by_need[c.doc["needs"][t]]
-        for (g2, i, haves), cycles in self.phases.items() if len(cut.key) == 2 else ():
+        for (g2, i, haves), cycles in self.phases.items() if t is None else ():
             if g2 == g and isinstance(haves, tuple) and len(haves) == 1 and haves[0][0] == src \
                     and haves[0][1] in cut.at:
                 priced.setdefault(i, []).append((cut.at[haves[0][1]], cycles))
