@@ -6,7 +6,8 @@
 # worker, seed 0, 4 neighbourhoods of 0.5 s deterministic time each: a wall-clock budget alone
 # makes LNS end at a different step each run) on the bundled examples and three workload
 # fixtures, the MILP on the small examples; placement:
-# every solver on the bundled arena, MiniMalloc A and K from tests/data.
+# every solver on the bundled arena, MiniMalloc A and K from tests/data; layout: every method
+# on the bundled layout problems (the two best plans of the exact ones).
 set -euo pipefail
 out=$1
 mkdir -p "$out"
@@ -30,4 +31,10 @@ done
 for i in A K; do
   $I place --csv tests/data/minimalloc/$i.1048576.csv --capacity 1048576 --workers 1 --seed 0 --time-limit 30 \
      --out "$out/mm-$i.csv" --quiet >/dev/null
+done
+for p in toy beam-loses; do
+  for s in milp cpsat; do
+    $I layout models/layouts/$p.yaml --solver $s --k 2 --workers 1 --seed 0 --time-limit 20 --out "$out/layout-$p-$s.json" >/dev/null
+  done
+  $I layout models/layouts/$p.yaml --solver beam --out "$out/layout-$p-beam.json" >/dev/null
 done

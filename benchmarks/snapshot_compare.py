@@ -9,7 +9,8 @@ import json
 import sys
 from pathlib import Path
 
-KEYS = ("horizon", "status", "lower_bound", "transfers", "offsets", "value", "peak", "objective")
+KEYS = ("horizon", "status", "lower_bound", "transfers", "offsets", "value", "peak", "objective", "choice",
+        "plans")
 
 
 def producer(doc: dict) -> str | None:

@@ -36,7 +36,8 @@ from ipuopt.layout.problem import load_layout_problem as _load_layout_problem
 from ipuopt.layout.solve import Plan
 from ipuopt.params import SolveParams
 from ipuopt.program.run import run_program
-from ipuopt.registry import METHODS, Method, resolve
+from ipuopt.registry import Method, resolve
+from ipuopt.registry import methods as _methods
 from ipuopt.render.notebook import RunDocument
 from ipuopt.render.save import save
 from ipuopt.render.views import arena_boxes, phase_view, program_view
@@ -101,7 +102,7 @@ def _workload(workload: Workload | str | Path) -> Workload:
 def methods(problem: str | None = None) -> list[Method]:
     """The methods of `problem` (exchange, arena, layout; all without): name, kind (exact,
     heuristic, portfolio), summary, the options each reads."""
-    return [m for m in METHODS if problem in (None, m.problem)]
+    return _methods(problem)
 
 
 def solve(phase: PhaseLike, spec: Spec | str | None = None, solver: str | None = None, *,

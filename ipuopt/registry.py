@@ -1,18 +1,19 @@
-"""Every method of every problem, declared once, and the policy that turns what a user asks
-for (a method's name, a profile, a time limit) into a method and its parameters.
+"""Every method of every problem, and the policy that turns what a user asks for (a method's
+name, a profile, a time limit) into a method and its parameters.
+
+A method is declared where it is defined, by `declare` (its kind, summary and the options it
+reads, each with its type); `HOMES` says only in which module each name is, so that naming a
+method imports that module alone (OR-Tools, 0.45 s, only when a method that uses it is asked
+for) and listing the names imports nothing.
 
 The command line, the Python API and sweeps all resolve through `resolve`, so `cpsat`
 means the same thing (the `cpsat` profile: 60 s, both cores) wherever it is named, and a
 time limit without a method asks for `auto` everywhere.
 
-Each method is called through one protocol per problem, with what the user asked
-(`SolveParams`) and the time it may take (`budget.Budget`):
-- exchange: `(Instance, starting solution, SolveParams, Budget, progress) -> Result` (the
-  starting solution is the greedy's; the greedy itself is the stage every method starts
-  from); auto's stages are such methods, looked up here by name;
-- arena: `(run)`, adding candidate placements to the run that started from the greedy's (the
-  run holds its params and budget);
-- layout: `(problem, structure, SolveParams, Budget, hint=, exclude=) -> Result`.
+Every method of every problem is called the same way, by the one solve kernel
+(`kernel.solve`): `(instance, hint, SolveParams, Budget, progress) -> Result`, where the
+instance is the problem's (`exchange.instance`, `arena.instance`, `layout.instance`) and the
+hint the best answer so far (the baseline's, or an earlier stage's in a pipeline).
 """
 
 from __future__ import annotations
@@ -59,19 +60,15 @@ class Option:
         return None if fits and self.ok(value) else f"must be {self.wants}, got {value!r}"
 
 
-_COUNT = Option(int, "a whole number >= 0", lambda v: v >= 0)
+FLAG = Option(bool, "true or false")
+COUNT = Option(int, "a whole number >= 0", lambda v: v >= 0)
+SECONDS = Option(float, "a number of seconds > 0", lambda v: v > 0)
 _MILP = Option(str, "highs or cbc", lambda v: v in ("highs", "cbc"))
-OPTIONS = {
-    **{flag: Option(bool, "true or false") for flag in FLAGS},
-    "prove_split": Option(float, "a number in (0, 1]", lambda v: 0 < v <= 1),
-    "milp_solver": _MILP, "solver": _MILP,  # `solver`: milp_solver's older name
-    "msg": Option(bool, "true or false"),
-    "free": Option(int, "a whole number >= 1", lambda v: v >= 1),
-    "sub_time_limit": Option(float, "a number of seconds > 0", lambda v: v > 0),
-    "steps": _COUNT, "rounds": _COUNT, "passes": _COUNT,
-}
-_MILP_OPTIONS = ("milp_solver", "solver", "msg")
-_AUTO_OPTIONS = ("rounds", "passes", "free", "sub_time_limit", "prove_split")  # its stages' own
+MILP_OPTIONS = {"milp_solver": _MILP, "solver": _MILP, "msg": FLAG}  # solver: milp_solver's older name
+# auto's stages' own options, which the pipelines (auto, coarse, split) pass on to them
+SHARE = Option(float, "a number in (0, 1]", lambda v: 0 < v <= 1)
+PIPELINE = {"rounds": COUNT, "passes": COUNT, "free": Option(int, "a whole number >= 1", lambda v: v >= 1),
+            "sub_time_limit": SECONDS, "prove_split": SHARE}
 
 
 @dataclass(frozen=True)
@@ -79,11 +76,12 @@ class Method:
     problem: str
     name: str
     kind: str  # exact (proves optimality given time), heuristic, or portfolio (runs others)
-    target: str  # "module:function", imported when first called
+    function: Callable[..., Any]  # (instance, hint, SolveParams, Budget, progress) -> Result
     summary: str
-    options: tuple[str, ...] = ()  # the parameters it reads by name, besides the generic ones
+    options: dict[str, Option]  # the parameters it reads by name, besides the generic ones
     runs_cpsat: bool = False  # also takes any CP-SAT parameter by its own name
     profile: str | None = None  # the profile whose settings the bare name implies
+    baseline: bool = False  # the problem's baseline: it always ends, and every other method starts from it
 
     @property
     def default_limit(self) -> float | None:
@@ -92,76 +90,52 @@ class Method:
         return None if (self.problem, self.name) == ("exchange", "greedy") else DEFAULT_TIME_LIMIT
 
     def load(self) -> Callable[..., Any]:
-        module, function = self.target.split(":")
-        return getattr(importlib.import_module(module), function)
+        return self.function
 
 
-def _m(problem: str, name: str, kind: str, target: str, summary: str, **kw: Any) -> Method:
-    return Method(problem, name, kind, target, summary, **kw)
+# Which module declares each method: naming one imports that module alone.
+_EX, _AR, _LA = "ipuopt.exchange.", "ipuopt.arena.", "ipuopt.layout."
+HOMES: dict[str, dict[str, str]] = {
+    "exchange": {"greedy": _EX + "greedy", "cpsat": _EX + "cpsat", "milp": _EX + "milp", "lns": _EX + "lns",
+                 "iterated": _EX + "iterated", "justify": _EX + "justify", "colour": _EX + "colour",
+                 "periodic": _EX + "periodic", "nondelay": _EX + "auto", "coarse": _EX + "coarse",
+                 "split": _EX + "split", "auto": _EX + "auto"},
+    "arena": {"auto": _AR + "methods", "greedy": _AR + "methods", "baseline": _AR + "methods",
+              "search": _AR + "methods", "cpsat": _AR + "methods", "milp": _AR + "milp"},
+    "layout": {"milp": _LA + "milp", "cpsat": _LA + "cpsat", "beam": _LA + "beam"},
+}
+_DECLARED: dict[tuple[str, str], Method] = {}
 
 
-_EX = "ipuopt.exchange."
-_AR = "ipuopt.arena.solve:"
-METHODS: tuple[Method, ...] = (
-    _m("exchange", "greedy", "heuristic", _EX + "greedy:best_greedy",
-       "list scheduler: the best of its priority rules and width policies", options=tuple(FLAGS)),
-    _m("exchange", "cpsat", "exact", _EX + "cpsat:solve_cpsat",
-       "the whole phase in CP-SAT, proof phase after",
-       options=("prove_split",), runs_cpsat=True, profile="cpsat"),
-    _m("exchange", "milp", "exact", _EX + "milp:solve_milp", "disjunctive MILP (CBC or HiGHS)",
-       options=_MILP_OPTIONS, profile="milp"),
-    _m("exchange", "lns", "heuristic", _EX + "lns:solve_lns",
-       "CP-SAT re-placing a few hundred transfers at a time",
-       options=("free", "sub_time_limit", "steps"), runs_cpsat=True),
-    _m("exchange", "iterated", "heuristic", _EX + "iterated:solve_iterated",
-       "many greedy schedules, late ones first",
-       options=("rounds",)),
-    _m("exchange", "justify", "heuristic", _EX + "justify:solve_justify",
-       "forward-backward passes of the list greedy from a schedule", options=("passes",)),
-    _m("exchange", "colour", "heuristic", _EX + "colour:solve_colour",
-       "rounds of equal payloads, by colouring",
-       runs_cpsat=True),
-    _m("exchange", "periodic", "heuristic", _EX + "periodic:solve_periodic",
-       "a reduction's rounds in one repeating pattern (CP-SAT), then the list greedy",
-       runs_cpsat=True),
-    _m("exchange", "nondelay", "heuristic", _EX + "auto:solve_nondelay",
-       "the non-delay list greedy (rule time) with each width policy"),
-    _m("exchange", "coarse", "portfolio", _EX + "coarse:solve_coarse",
-       "a fragment-level phase as blocks of its boxes, auto on the blocks, unrolled",
-       options=_AUTO_OPTIONS, runs_cpsat=True),
-    _m("exchange", "split", "portfolio", _EX + "split:solve_split",
-       "a phase that falls apart, part by part: auto on one part of each kind, copied to the rest",
-       options=_AUTO_OPTIONS, runs_cpsat=True),
-    _m("exchange", "auto", "portfolio", _EX + "auto:solve_auto",
-       "by size: split, CP-SAT, or the non-delay greedy, coarse, colour, periodic, justify, iterated and LNS",
-       options=_AUTO_OPTIONS, runs_cpsat=True),
-    _m("arena", "auto", "portfolio", _AR + "run_auto",
-       "the exact search racing CP-SAT, then CP-SAT", runs_cpsat=True),
-    _m("arena", "greedy", "heuristic", _AR + "run_greedy", "best-fit, several orders"),
-    _m("arena", "baseline", "heuristic", _AR + "run_baseline",
-       "the greedy's placement shifted 4 KiB where it clashes"),
-    _m("arena", "search", "exact", _AR + "run_search", "MiniMalloc-style exact search (fit, peak)"),
-    _m("arena", "cpsat", "exact", _AR + "run_cpsat", "the arena in CP-SAT", runs_cpsat=True),
-    _m("arena", "milp", "exact", _AR + "run_milp", "the arena as a MILP (CBC or HiGHS)",
-       options=_MILP_OPTIONS),
-    _m("layout", "milp", "exact", "ipuopt.layout.milp:solve_layout_milp", "the layout MILP (HiGHS)",
-       options=_MILP_OPTIONS),
-    _m("layout", "cpsat", "exact", "ipuopt.layout.cpsat:solve_layout_cpsat", "the layout model in CP-SAT",
-       runs_cpsat=True),
-    _m("layout", "beam", "heuristic", "ipuopt.layout.beam:beam_search", "the compiler's beam over operators"),
-)
-_BY = {(m.problem, m.name): m for m in METHODS}
+def declare(problem: str, name: str, kind: str, summary: str, *, options: dict[str, Option] | None = None,
+            runs_cpsat: bool = False, profile: str | None = None,
+            baseline: bool = False) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Declares the function below as method `name` of `problem`, with the options it reads."""
+
+    def mark(function: Callable[..., Any]) -> Callable[..., Any]:
+        _DECLARED[(problem, name)] = Method(problem, name, kind, function, summary, dict(options or {}),
+                                            runs_cpsat, profile, baseline)
+        return function
+
+    return mark
 
 
 def names(problem: str) -> tuple[str, ...]:
-    return tuple(m.name for m in METHODS if m.problem == problem)
+    return tuple(HOMES[problem])
 
 
 def method(problem: str, name: str, field: str = "--solver") -> Method:
     """The method `name` of `problem`, or an input error naming the known ones."""
-    if (problem, name) not in _BY:
+    if name not in HOMES.get(problem, {}):
         raise InputError.one("", field, f"unknown solver {name!r} (one of {', '.join(names(problem))})")
-    return _BY[(problem, name)]
+    if (problem, name) not in _DECLARED:
+        importlib.import_module(HOMES[problem][name])
+    return _DECLARED[(problem, name)]
+
+
+def methods(problem: str | None = None) -> list[Method]:
+    """Every method of `problem` (all without), each module declaring them imported."""
+    return [method(p, name) for p in HOMES if problem in (None, p) for name in HOMES[p]]
 
 
 def check_options(m: Method, options: dict[str, Any], field: str = "--param") -> None:
@@ -170,7 +144,7 @@ def check_options(m: Method, options: dict[str, Any], field: str = "--param") ->
     problems = []
     for key, value in options.items():
         if key in m.options:
-            if why := OPTIONS[key].reason(value):
+            if why := m.options[key].reason(value):
                 problems.append(Problem("", f"{field} {key}", why))
             continue
         if m.runs_cpsat:

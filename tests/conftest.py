@@ -7,7 +7,9 @@ import os
 import signal
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -116,3 +118,18 @@ def hand_clock(monkeypatch: pytest.MonkeyPatch) -> HandClock:
     clock = HandClock()
     monkeypatch.setattr(budget_module, "time", clock)
     return clock
+
+
+@pytest.fixture
+def swap_method(monkeypatch: pytest.MonkeyPatch) -> Callable[[str, str, Callable[..., Any]], None]:
+    """Replace a declared method's function for one test: the registry holds the function
+    itself, so patching its module's name would not reach the methods that call it by name."""
+    from dataclasses import replace
+
+    from ipuopt import registry
+
+    def swap(problem: str, name: str, function: Callable[..., Any]) -> None:
+        monkeypatch.setitem(registry._DECLARED, (problem, name),
+                            replace(registry.method(problem, name), function=function))
+
+    return swap

@@ -316,8 +316,8 @@ def test_an_arena_the_search_places_never_imports_cpsat() -> None:
     import subprocess
     import sys
 
-    code = ("import sys; from ipuopt.arena.problem import load_csv; from ipuopt.arena import solve; "
-            "solve.HEAD_START = 10; place = solve.place; "
+    code = ("import sys; from ipuopt.arena.problem import load_csv; from ipuopt.arena import methods, solve; "
+            "methods.HEAD_START = 10; place = solve.place; "
             f"a = load_csv({str(DATA / 'minimalloc' / 'A.1048576.csv')!r}, 1048576); "
             "r = place(a, 'fit', 'auto', {'time_limit': 60}); "
             "print(r.method, 'ortools' in ' '.join(sys.modules))")

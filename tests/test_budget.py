@@ -80,18 +80,17 @@ def test_a_stage_left_less_than_nothing_gets_no_time_instead_of_an_error() -> No
     assert budget.share(-3.0).left() == 0.0
 
 
-def test_a_method_with_no_time_left_is_not_run(monkeypatch) -> None:
+def test_a_method_with_no_time_left_is_not_run(swap_method) -> None:
     """When the greedy and the bounds have used the whole limit (the command's imports took it
     on a loaded machine), the method is not run: the greedy's schedule is the answer, marked
     fallback with the reason."""
-    import ipuopt.exchange.cpsat as cpsat_module
     from ipuopt.api import load_phase
     from ipuopt.exchange.solve import solve
 
     def not_run(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
         raise AssertionError("cpsat ran with no time left")
 
-    monkeypatch.setattr(cpsat_module, "solve_cpsat", not_run)
+    swap_method("exchange", "cpsat", not_run)
     phase, spec = load_phase("medium")
     got = solve(phase, spec, "cpsat", {"workers": 1, "seed": 0}, budget=Budget(0))
     assert got.status == "fallback" and got.value == got.extras["greedy_horizon"]
@@ -102,6 +101,7 @@ def test_a_greedy_past_its_share_leaves_the_bounds_theirs(monkeypatch) -> None:
     """The greedy's first rule always completes, even past its share of the time limit; the
     bounds then still get theirs, counted from when they start: the group bound is found
     (on this phase it is above every other bound) where it used to be cut before it began."""
+    from ipuopt.exchange import greedy as greedy_module
     from ipuopt.exchange import solve as stages
     from ipuopt.exchange.bounds import all_bounds
     from ipuopt.exchange.instance import Instance
@@ -111,7 +111,7 @@ def test_a_greedy_past_its_share_leaves_the_bounds_theirs(monkeypatch) -> None:
     spec, limit, phase = load_spec("gc200"), 4.0, row_and_columns()
     found = {b.name: b.value for b in all_bounds(Instance(phase, spec), None)}
     assert found["group"] > max(v for k, v in found.items() if k != "group")
-    greedy = stages.best_greedy
+    greedy = greedy_module.best_greedy
 
     def slow(*args, **kwargs):  # as on a loaded machine: past the greedy's and the bounds' shares
         out = greedy(*args, **kwargs)
@@ -120,6 +120,6 @@ def test_a_greedy_past_its_share_leaves_the_bounds_theirs(monkeypatch) -> None:
             time.sleep(0.01)
         return out
 
-    monkeypatch.setattr(stages, "best_greedy", slow)
+    monkeypatch.setattr(greedy_module, "best_greedy", slow)
     res = stages.solve(phase, spec, "greedy", SolveParams(limit, workers=1, seed=0))
     assert res.bound >= found["group"], (res.bound, found)

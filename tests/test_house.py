@@ -15,7 +15,7 @@ PACKAGE = ROOT / "ipuopt"
 # name under ipuopt ("" is the package's own __init__).
 FLOORS = (
     ("core", {"errors", "budget", "params", "result", "spec", "io", "limits", "heap", "data_files",
-              "profiles", "registry", "display", "backends"}),
+              "profiles", "registry", "kernel", "display", "backends"}),
     ("problems", {"exchange", "arena"}),
     ("workloads", {"workloads"}),
     ("layout", {"layout"}),

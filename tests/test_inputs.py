@@ -134,7 +134,7 @@ def test_extends_deep_merge(write_yaml) -> None:
 ])
 def test_an_option_of_the_wrong_kind_is_refused_before_any_work(spec_file, write_yaml, monkeypatch,
                                                                  solver, param, why) -> None:
-    """Each option's kind and range are declared once (`registry.OPTIONS`) and checked at every
+    """Each option's kind and range are declared with its method (`registry.declare`) and checked at every
     front door before the greedy runs: the command line, the API and the library's `solve`
     (the methods checked their own, after the greedy and the bounds, or not at all)."""
     import re
@@ -142,6 +142,7 @@ def test_an_option_of_the_wrong_kind_is_refused_before_any_work(spec_file, write
     import yaml
 
     import ipuopt
+    import ipuopt.exchange.greedy as greedy_module
     import ipuopt.exchange.solve as solve_module
     from ipuopt.api import load_phase
     from ipuopt.errors import InputError
@@ -154,7 +155,7 @@ def test_an_option_of_the_wrong_kind_is_refused_before_any_work(spec_file, write
     def no_work(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
         raise AssertionError("the greedy ran before the options were checked")
 
-    monkeypatch.setattr(solve_module, "best_greedy", no_work)
+    monkeypatch.setattr(greedy_module, "best_greedy", no_work)
     options = {key: yaml.safe_load(value)}
     with pytest.raises(InputError, match=re.escape(why)):
         solve_module.solve(*load_phase(phase), solver, options)

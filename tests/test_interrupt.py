@@ -267,12 +267,13 @@ def test_a_stop_asked_as_a_cp_sat_search_begins_still_ends_it() -> None:
     assert time.perf_counter() - t0 < 3
 
 
-def test_a_stage_deaf_to_ctrl_c_still_leaves_the_best_schedule_an_earlier_stage_found(monkeypatch) -> None:
+def test_a_stage_deaf_to_ctrl_c_still_leaves_the_best_schedule_an_earlier_stage_found(monkeypatch,
+                                                                                     swap_method) -> None:
     """Ctrl-C while a stage does not return within the grace (a CP-SAT presolve of a large
     LNS model can keep it): the answer is the best schedule an earlier stage handed back, not
     the greedy's (it was the greedy's, marked fallback: 3,767 cycles of LNS lost to 3,894)."""
-    import ipuopt.exchange.iterated as iterated
     import ipuopt.exchange.solve as solve_module
+    from ipuopt import kernel
     from ipuopt.exchange.random_phase import random_phase
     from ipuopt.spec import load_spec
 
@@ -292,8 +293,8 @@ def test_a_stage_deaf_to_ctrl_c_still_leaves_the_best_schedule_an_earlier_stage_
         stop.request()
         return None, True
 
-    monkeypatch.setattr(iterated, "solve_iterated", deaf)
-    monkeypatch.setattr(solve_module, "run_interruptible", interrupted_in_the_stage)
+    swap_method("exchange", "iterated", deaf)
+    monkeypatch.setattr(kernel, "run_interruptible", interrupted_in_the_stage)
     spec = load_spec("gc200")
     phase = random_phase(spec, 500, seed=0, tiles=12)  # past CP-SAT's size; justify improves it
     try:

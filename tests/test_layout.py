@@ -168,10 +168,9 @@ def test_layout_cli_mistakes() -> None:
     assert r.returncode == 2 and "--k" in r.stderr
 
 
-def test_a_plan_never_costs_more_than_the_beams(monkeypatch) -> None:
+def test_a_plan_never_costs_more_than_the_beams(swap_method) -> None:
     """An exact method stopped by its time above the beam's plan (HiGHS's incumbent at its
     limit): the beam's plan is returned, feasible, with the method's bound and the reason."""
-    import ipuopt.layout.milp as layout_milp
 
     problem = layout_problem_from_dict(random_problem(3), "random")
     worst, most = None, -1
@@ -183,8 +182,7 @@ def test_a_plan_never_costs_more_than_the_beams(monkeypatch) -> None:
             worst, most = choice, total
     beam = plan(problem, "beam").to_dict()
     assert worst is not None and beam["cycles"] < most
-    monkeypatch.setattr(layout_milp, "solve_layout_milp",
-                        lambda *a, **k: Result(Status.FEASIBLE, worst, most, 7, solver="milp"))
+    swap_method("layout", "milp", lambda *a, **k: Result(Status.FEASIBLE, worst, most, 7, solver="milp"))
     got = plan(problem, "milp", {"time_limit": 5})
     assert got.value == beam["cycles"] and got.status == Status.FEASIBLE and got.bound == 7
     assert got.solution.choice == beam["choice"] and "beam's plan" in got.reason

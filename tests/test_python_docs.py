@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import json
 import re
 import subprocess
@@ -17,7 +18,7 @@ from ortools.sat.python import cp_model
 
 import ipuopt
 from ipuopt.arena.cpsat import grain
-from ipuopt.registry import METHODS, resolve
+from ipuopt.registry import HOMES, methods, resolve
 
 ROOT = Path(__file__).resolve().parents[1]
 COMMON = {"solver", "method", "status", "value", "lower_bound", "gap", "runtime_s", "bounds", "extras"}
@@ -79,8 +80,14 @@ def test_one_policy_for_every_front_door(tmp_path: Path) -> None:
     cell = load_sweep(sweep).cells[0]
     assert (cell.backend, cell.params) == ("cpsat", {"time_limit": 60.0, "workers": 2})
     arena = {("arena", s) for s in ("auto", "greedy", "baseline", "search", "cpsat", "milp")}
-    assert {(m.problem, m.name) for m in METHODS} >= arena
-    assert all(m.kind in ("exact", "heuristic", "portfolio") and callable(m.load()) for m in METHODS)
+    every = methods()
+    assert {(m.problem, m.name) for m in every} >= arena
+    assert all(m.kind in ("exact", "heuristic", "portfolio") and callable(m.load()) for m in every)
+    # each declared where the registry's index says, and every method of a problem called alike
+    assert all(m.function.__module__ == HOMES[m.problem][m.name] for m in every)
+    assert all(list(inspect.signature(m.function).parameters)[:5] == ["inst", "hint", "params", "budget",
+                                                                         "progress"] for m in every)
+    assert [m.name for m in every if m.baseline] == ["greedy", "beam"]
     assert ipuopt.solve("tiny", time_limit=2, workers=1, seed=0).solver == "auto"
 
 

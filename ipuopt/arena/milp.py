@@ -11,24 +11,32 @@ from typing import Any
 
 import pulp
 
+from ipuopt.arena.instance import Instance
 from ipuopt.arena.problem import Arena
 from ipuopt.backends import milp
 from ipuopt.budget import Budget
-from ipuopt.params import SolveParams
+from ipuopt.params import Progress, SolveParams
+from ipuopt.registry import MILP_OPTIONS, declare
 from ipuopt.result import Result, Status
 
 
-def solve_arena_milp(arena: Arena, objective: str, params: SolveParams, budget: Budget) -> Result:
+@declare("arena", "milp", "exact", "the arena as a MILP (CBC or HiGHS)", options=MILP_OPTIONS)
+def solve_milp(inst: Instance, hint: dict[str, int] | None, params: SolveParams, budget: Budget,
+               progress: Progress | None = None) -> Result:
     """Offsets as the solution; status optimal, feasible, unknown or infeasible."""
+    if progress is not None:
+        progress({"stage": "MILP"})
     t0 = time.perf_counter()
-    prob, off = build_arena_milp(arena, objective)
+    prob, off = build_arena_milp(inst.arena, inst.objective)
     status, _ = milp.solve(prob, params, budget)
-    vals = {b.id: pulp.value(off[b.id]) for b in arena.buffers}
+    vals = {b.id: pulp.value(off[b.id]) for b in inst.arena.buffers}
     if status not in (Status.OPTIMAL, Status.FEASIBLE) or any(v is None for v in vals.values()):
-        return Result(Status.INFEASIBLE if status == Status.INFEASIBLE else Status.UNKNOWN,
-                      runtime=time.perf_counter() - t0, solver="milp")
-    return Result(status, {k: int(round(v)) for k, v in vals.items()}, runtime=time.perf_counter() - t0,
-                  solver="milp")
+        infeasible = status == Status.INFEASIBLE
+        return Result(Status.INFEASIBLE if infeasible else Status.UNKNOWN, runtime=time.perf_counter() - t0,
+                      solver="milp", reason="proved infeasible by MILP" if infeasible else "")
+    offsets = {k: int(round(v)) for k, v in vals.items()}
+    inst.add("milp", offsets)
+    return Result(status, offsets, runtime=time.perf_counter() - t0, solver="milp")
 
 
 def build_arena_milp(arena: Arena, objective: str) -> tuple[pulp.LpProblem, dict[str, Any]]:

@@ -29,7 +29,7 @@ from ipuopt.exchange.coarse import fragmented
 from ipuopt.exchange.greedy import greedy_schedule, timed_cost
 from ipuopt.exchange.instance import ExchangeMethod, Instance, Solution
 from ipuopt.params import Progress, SolveParams
-from ipuopt.registry import method
+from ipuopt.registry import PIPELINE, declare, method
 from ipuopt.result import Result, Status
 
 CPSAT_UP_TO = 300  # transfers: CP-SAT's whole model still proves or nearly proves these
@@ -80,6 +80,7 @@ def pipeline(inst: Instance, limit: float, part: bool = False) -> tuple[Stage, .
     return (SPLIT, *stages) if len(inst.parts) > 1 else stages
 
 
+@declare("exchange", "nondelay", "heuristic", "the non-delay list greedy (rule time) with each width policy")
 def solve_nondelay(inst: Instance, hint: Solution, params: SolveParams, budget: Budget,
                    progress: Progress | None = None) -> Result:
     """The non-delay greedy (rule `time`) with each width policy; the best, or the hint."""
@@ -97,6 +98,10 @@ def solve_nondelay(inst: Instance, hint: Solution, params: SolveParams, budget: 
     return Result(status, best, best_h, inst.bound, solver="time")
 
 
+@declare("exchange", "auto", "portfolio",
+         "by size: split, CP-SAT, or the non-delay greedy, coarse, colour, periodic, justify, "
+         "iterated and LNS",
+         options=PIPELINE, runs_cpsat=True)
 def solve_auto(inst: Instance, hint: Solution, params: SolveParams, budget: Budget,
                progress: Progress | None = None, part: bool = False) -> Result:
     limit, t0 = budget.limit(), time.perf_counter()

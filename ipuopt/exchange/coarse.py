@@ -22,7 +22,7 @@ from ipuopt.exchange.instance import ExchangeMethod, Instance, Solution
 from ipuopt.exchange.phase import Transfer
 from ipuopt.exchange.timing import Timing
 from ipuopt.params import Progress, SolveParams
-from ipuopt.registry import method
+from ipuopt.registry import PIPELINE, declare, method
 from ipuopt.result import Result, Status
 from ipuopt.spec import Spec
 
@@ -98,6 +98,9 @@ def unrolled(timings: list[Timing], groups: list[list[int]], coarse: list[Timing
     return out_s, out_w
 
 
+@declare("exchange", "coarse", "portfolio",
+         "a fragment-level phase as blocks of its boxes, auto on the blocks, unrolled",
+         options=PIPELINE, runs_cpsat=True)
 def solve_coarse(inst: Instance, hint: Solution, params: SolveParams, budget: Budget,
                  progress: Progress | None = None, *, inner: ExchangeMethod | None = None) -> Result:
     """`inner` (by default auto, as auto calls it) on the blocks within the time limit,

@@ -36,12 +36,14 @@ from ipuopt.exchange.greedy import greedy_schedule
 from ipuopt.exchange.instance import Instance, Solution, horizon_of, topological_by
 from ipuopt.exchange.timing import PAIRED, Timing
 from ipuopt.params import Progress, SolveParams
+from ipuopt.registry import declare
 from ipuopt.result import Result, Status
 
 EXTRA_ROUNDS = (0, 1, 2)  # rounds beyond the fewest possible, tried in turn
 MAX_CELLS = 500_000  # transfers x rounds of one group's model: beyond, building it alone is slow
 
 
+@declare("exchange", "colour", "heuristic", "rounds of equal payloads, by colouring", runs_cpsat=True)
 def solve_colour(inst: Instance, hint: Solution, params: SolveParams, budget: Budget,
                  progress: Progress | None = None) -> Result:
     spec, timings, lower = inst.spec, inst.timings, inst.bound

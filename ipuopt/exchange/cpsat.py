@@ -24,6 +24,7 @@ from ipuopt.budget import Budget, Stopped
 from ipuopt.exchange.instance import Instance, Solution, horizon_of
 from ipuopt.exchange.timing import ORDINARY, PAIRED, Timing
 from ipuopt.params import Progress, SolveParams
+from ipuopt.registry import SHARE, declare
 from ipuopt.result import Result, Status
 from ipuopt.spec import Spec
 
@@ -335,6 +336,8 @@ class _Probes:
             self.log.append([target, "open"])
 
 
+@declare("exchange", "cpsat", "exact", "the whole phase in CP-SAT, proof phase after",
+         options={"prove_split": SHARE}, runs_cpsat=True, profile="cpsat")
 def solve_cpsat(inst: Instance, hint: Solution, params: SolveParams, budget: Budget,
                 progress: Progress | None = None) -> Result:
     """Minimise the horizon; the greedy schedule is the hint and the fallback.

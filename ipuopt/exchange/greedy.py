@@ -21,6 +21,9 @@ from ipuopt.exchange.instance import Instance, horizon_of, successors, topologic
 from ipuopt.exchange.lanes import Lanes, earliest
 from ipuopt.exchange.phase import Phase
 from ipuopt.exchange.timing import ORDINARY, PAIRED, Timing, phase_timings
+from ipuopt.params import Progress, SolveParams
+from ipuopt.registry import FLAG, FLAGS, HABITS, declare
+from ipuopt.result import Result, Status
 from ipuopt.spec import Spec
 
 RULES = ("load", "longest", "input", "reverse", "rotate", "time")
@@ -253,3 +256,17 @@ def best_greedy(inst: Instance, rules: tuple[str, ...] | None = None, stop: Budg
             best = (h, starts, widths, rule + ("+borrow-aware" if aware else ""))
     _, starts, widths, rule = best  # type: ignore[misc]
     return starts, widths, rule
+
+
+@declare("exchange", "greedy", "heuristic",
+         "list scheduler: the best of its priority rules and width policies",
+         options=dict.fromkeys(FLAGS, FLAG), baseline=True)
+def solve_greedy(inst: Instance, hint: None, params: SolveParams, budget: Budget,
+                 progress: Progress | None = None, until: float | None = None) -> Result:
+    """The baseline of every exchange method: `best_greedy` with the habits `params` asks for
+    (only when the greedy itself is asked for: they make a baseline to compare against)."""
+    habits = frozenset(k for k in HABITS if params.options.get(k) is True)
+    starts, widths, rule = best_greedy(inst, stop=budget, until=until, habits=habits,
+                                       quick=params.options.get("quick") is True)
+    return Result(Status.FEASIBLE, (starts, widths), inst.horizon((starts, widths)), solver=f"greedy/{rule}",
+                  extras={"habits": sorted(habits)} if habits else {})

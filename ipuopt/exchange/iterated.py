@@ -23,9 +23,12 @@ from ipuopt.exchange.greedy import greedy_schedule, timed_cost
 from ipuopt.exchange.instance import Instance, Solution, horizon_of, topological_by
 from ipuopt.exchange.timing import Timing
 from ipuopt.params import Progress, SolveParams
+from ipuopt.registry import COUNT, declare
 from ipuopt.result import Result, Status
 
 
+@declare("exchange", "iterated", "heuristic", "many greedy schedules, late ones first",
+         options={"rounds": COUNT})
 def solve_iterated(inst: Instance, hint: Solution, params: SolveParams, budget: Budget,
                    progress: Progress | None = None) -> Result:
     spec, timings, lower = inst.spec, inst.timings, inst.bound

@@ -25,11 +25,14 @@ from ipuopt.budget import Budget, Stopped
 from ipuopt.exchange.instance import Instance, Solution
 from ipuopt.exchange.packed import Packed, packed
 from ipuopt.params import Progress, SolveParams
+from ipuopt.registry import COUNT, declare
 from ipuopt.result import Result, Status
 
 STALE = 8  # passes in a row without a better horizon: settled, at the least
 
 
+@declare("exchange", "justify", "heuristic", "forward-backward passes of the list greedy from a schedule",
+         options={"passes": COUNT})
 def solve_justify(inst: Instance, hint: Solution, params: SolveParams, budget: Budget,
                   progress: Progress | None = None) -> Result:
     most = params.options.get("passes")

@@ -30,6 +30,7 @@ from ipuopt.exchange.cpsat import build_model, completion
 from ipuopt.exchange.instance import Instance, Solution
 from ipuopt.exchange.timing import ORDINARY, PAIRED, Timing
 from ipuopt.params import Progress, SolveParams
+from ipuopt.registry import COUNT, PIPELINE, SECONDS, declare
 from ipuopt.result import Result, Status
 
 # A sub-model keeps at most this many transfers per free one (fixed around them); beyond it a
@@ -62,6 +63,8 @@ def _tile_block(anchor: str, by_id: dict[str, Timing], by_tile: dict[int, list[s
     return free
 
 
+@declare("exchange", "lns", "heuristic", "CP-SAT re-placing a few hundred transfers at a time",
+         options={"free": PIPELINE["free"], "sub_time_limit": SECONDS, "steps": COUNT}, runs_cpsat=True)
 def solve_lns(inst: Instance, hint: Solution, params: SolveParams, budget: Budget,
               progress: Progress | None = None) -> Result:
     spec, timings, lower = inst.spec, inst.timings, inst.bound

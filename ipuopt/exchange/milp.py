@@ -22,6 +22,7 @@ from ipuopt.budget import Budget, Stopped
 from ipuopt.exchange.instance import Instance, Solution
 from ipuopt.exchange.timing import ORDINARY, PAIRED, Timing
 from ipuopt.params import Progress, SolveParams
+from ipuopt.registry import MILP_OPTIONS, declare
 from ipuopt.result import Result, Status
 from ipuopt.spec import Spec
 
@@ -197,6 +198,7 @@ def _lane_chains(prob: pulp.LpProblem, res: tuple, items: list, by_id: dict[str,
                            + pulp.lpSum(lmin[j] * before(i, j) for j in others), f"chain_after_{n}")
 
 
+@declare("exchange", "milp", "exact", "disjunctive MILP (CBC or HiGHS)", options=MILP_OPTIONS, profile="milp")
 def solve_milp(inst: Instance, hint: Solution, params: SolveParams, budget: Budget,
                progress: Progress | None = None) -> Result:
     """Minimise the horizon below the greedy one; the greedy schedule is the fallback."""

@@ -32,6 +32,7 @@ from ipuopt.exchange.greedy import greedy_schedule
 from ipuopt.exchange.instance import Instance, Solution, horizon_of, topological_by
 from ipuopt.exchange.timing import ORDINARY, PAIRED, Timing
 from ipuopt.params import Progress, SolveParams
+from ipuopt.registry import declare
 from ipuopt.result import Result, Status
 from ipuopt.spec import Spec
 
@@ -39,6 +40,8 @@ MAX_KINDS = 64  # fragments of one round: beyond, the rounds' model is no longer
 FOLDS = (1, 2)  # rounds one pattern spans, tried in turn
 
 
+@declare("exchange", "periodic", "heuristic",
+         "a reduction's rounds in one repeating pattern (CP-SAT), then the list greedy", runs_cpsat=True)
 def solve_periodic(inst: Instance, hint: Solution, params: SolveParams, budget: Budget,
                    progress: Progress | None = None) -> Result:
     spec, timings = inst.spec, inst.timings

@@ -21,7 +21,7 @@ from ipuopt.exchange.greedy import best_greedy
 from ipuopt.exchange.instance import ExchangeMethod, Instance, Solution, horizon_of
 from ipuopt.exchange.timing import PAIRED, Timing
 from ipuopt.params import Progress, SolveParams
-from ipuopt.registry import method
+from ipuopt.registry import PIPELINE, declare, method
 from ipuopt.result import Bound, Result, Status
 
 
@@ -49,6 +49,9 @@ def kinds_of(inst: Instance) -> list[list[list[int]]]:
     return list(kinds.values())
 
 
+@declare("exchange", "split", "portfolio",
+         "a phase that falls apart, part by part: auto on one part of each kind, copied to the rest",
+         options=PIPELINE, runs_cpsat=True)
 def solve_split(inst: Instance, hint: Solution, params: SolveParams, budget: Budget,
                 progress: Progress | None = None, *, inner: ExchangeMethod | None = None) -> Result:
     """`inner` (by default auto on a part, as auto calls it) on the phase's parts, longest first,

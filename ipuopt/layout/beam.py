@@ -8,8 +8,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ipuopt.layout.model import Structure
+from ipuopt.budget import Budget
+from ipuopt.layout.model import Instance, Structure
 from ipuopt.layout.problem import LayoutProblem
+from ipuopt.params import Progress, SolveParams
+from ipuopt.registry import declare
+from ipuopt.result import Result, Status
 
 
 @dataclass
@@ -95,3 +99,12 @@ def trace(problem: LayoutProblem, run: BeamRun, plan: dict[str, int], width: int
             out.append({"operator": name, "candidate": problem.operators[name].candidates[plan[name]].id,
                         "where": "beam", "step": problem.order.index(name), "rank": rank, "beam": kept})
     return out
+
+
+@declare("layout", "beam", "heuristic", "the compiler's beam over operators", baseline=True)
+def solve_beam(inst: Instance, hint: None, params: SolveParams, budget: Budget,
+               progress: Progress | None = None, width: int = 64, beam: int = 64) -> Result:
+    """The baseline of every layout method: the beam's plan (none when no plan survived it)."""
+    run = beam_search(inst.problem, inst.structure, width, beam)
+    return Result(Status.FEASIBLE if run.choice is not None else Status.UNKNOWN, run.choice, run.cycles,
+                  solver="beam")

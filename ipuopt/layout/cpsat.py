@@ -8,17 +8,19 @@ from ortools.sat.python import cp_model
 
 from ipuopt.backends import cpsat
 from ipuopt.budget import Budget
-from ipuopt.layout.model import Structure
+from ipuopt.layout.model import Instance, Structure
 from ipuopt.layout.problem import LayoutProblem
-from ipuopt.params import SolveParams
+from ipuopt.params import Progress, SolveParams
+from ipuopt.registry import declare
 from ipuopt.result import Result, Status
 
 
-def solve_layout_cpsat(problem: LayoutProblem, st: Structure, params: SolveParams, budget: Budget,
-                       exclude: list[dict[str, int]] = (), hint: dict[str, int] | None = None) -> Result:
+@declare("layout", "cpsat", "exact", "the layout model in CP-SAT", runs_cpsat=True)
+def solve_layout_cpsat(inst: Instance, hint: dict[str, int] | None, params: SolveParams, budget: Budget,
+                       progress: Progress | None = None) -> Result:
     """Choice as operator -> candidate index; the beam's plan (`hint`) warm-starts it."""
     t0 = time.perf_counter()
-    m, x = build_layout_cpsat(problem, st, exclude, hint)
+    m, x = build_layout_cpsat(inst.problem, inst.structure, inst.exclude, hint)
     solver = cpsat.new_solver(params, budget)
     code = cpsat.solve(m, solver)
     runtime = time.perf_counter() - t0
@@ -30,7 +32,7 @@ def solve_layout_cpsat(problem: LayoutProblem, st: Structure, params: SolveParam
                   runtime, "cpsat")
 
 
-def build_layout_cpsat(problem: LayoutProblem, st: Structure, exclude: list[dict[str, int]] = (),
+def build_layout_cpsat(problem: LayoutProblem, st: Structure, exclude: tuple[dict[str, int], ...] = (),
                        hint: dict[str, int] | None = None) -> tuple[cp_model.CpModel, dict[str, list]]:
     """The model and each operator's choice literals."""
     m = cp_model.CpModel()

@@ -11,17 +11,19 @@ import pulp
 
 from ipuopt.backends import milp
 from ipuopt.budget import Budget
-from ipuopt.layout.model import Structure
+from ipuopt.layout.model import Instance, Structure
 from ipuopt.layout.problem import LayoutProblem
-from ipuopt.params import SolveParams
+from ipuopt.params import Progress, SolveParams
+from ipuopt.registry import MILP_OPTIONS, declare
 from ipuopt.result import Result, Status
 
 
-def solve_layout_milp(problem: LayoutProblem, st: Structure, params: SolveParams, budget: Budget,
-                      exclude: list[dict[str, int]] = (), hint: dict[str, int] | None = None) -> Result:
-    """Choice as operator -> candidate index. `exclude` rules out earlier plans (k-best)."""
+@declare("layout", "milp", "exact", "the layout MILP (HiGHS)", options=MILP_OPTIONS)
+def solve_layout_milp(inst: Instance, hint: dict[str, int] | None, params: SolveParams, budget: Budget,
+                      progress: Progress | None = None) -> Result:
+    """Choice as operator -> candidate index (no warm start: HiGHS through PuLP takes none)."""
     t0 = time.perf_counter()
-    prob, x = build_layout_milp(problem, st, exclude)
+    prob, x = build_layout_milp(inst.problem, inst.structure, inst.exclude)
     status, bound = milp.solve(prob, params, budget)
     runtime = time.perf_counter() - t0
     if status not in (Status.OPTIMAL, Status.FEASIBLE):
@@ -32,7 +34,7 @@ def solve_layout_milp(problem: LayoutProblem, st: Structure, params: SolveParams
     return Result(status, choice, value, bound, runtime, "milp")
 
 
-def build_layout_milp(problem: LayoutProblem, st: Structure, exclude: list[dict[str, int]] = (),
+def build_layout_milp(problem: LayoutProblem, st: Structure, exclude: tuple[dict[str, int], ...] = (),
                       ) -> tuple[pulp.LpProblem, dict[str, list]]:
     """The model and each operator's choice binaries."""
     prob = pulp.LpProblem("layout", pulp.LpMinimize)

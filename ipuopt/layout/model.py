@@ -94,3 +94,13 @@ def structure(problem: LayoutProblem) -> Structure:
                             terms[r].append((held, i, b))
         memory.append(terms)
     return Structure(cost, allowed, edges, memory)
+
+
+@dataclass(frozen=True)
+class Instance:
+    """What every layout method works on: the problem, its structure, and the plans it must
+    not return (the k best: each plan found is excluded from the next solve)."""
+
+    problem: LayoutProblem
+    structure: Structure
+    exclude: tuple[dict[str, int], ...] = ()

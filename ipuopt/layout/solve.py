@@ -1,18 +1,21 @@
-"""The front door of layout selection: the beam, an exact model, k best plans, the plan."""
+"""The front door of layout selection: the solve kernel (`kernel.solve`) over the least
+memory, the beam and the plan's own check; then the k best plans."""
 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
+from ipuopt import kernel
 from ipuopt.budget import Budget
 from ipuopt.errors import InputError
-from ipuopt.layout.beam import beam_search, trace
-from ipuopt.layout.model import structure
+from ipuopt.kernel import Door
+from ipuopt.layout.beam import beam_search, solve_beam, trace
+from ipuopt.layout.model import Instance, structure
 from ipuopt.layout.problem import LayoutProblem
-from ipuopt.params import SolveParams
-from ipuopt.registry import check_options, method
+from ipuopt.params import Progress, SolveParams
+from ipuopt.registry import Method, method
 from ipuopt.result import Result, Status
 
 
@@ -56,10 +59,107 @@ class Plan:
         return doc
 
 
+class _Door(Door):
+    """The layout side of the kernel: the least memory any plan needs (a proof when it
+    exceeds a region), the beam, then the method's plan, never costlier than the beam's."""
+
+    after = "the beam"
+
+    def __init__(self, problem: LayoutProblem, chosen: Method, params: SolveParams, budget: Budget,
+                 k: int, width: int, beam: int) -> None:
+        self.problem, self.chosen, self.params, self.budget = problem, chosen, params, budget
+        self.k, self.width, self.beam = k, width, beam
+        self.t0 = time.perf_counter()
+        self.sol = Plan(problem.extra.get("workload", problem.name), problem.extra.get("spec"), {})
+        self.instance: Instance | None = None
+
+    def baseline(self, budget: Budget, progress: Progress) -> Result:
+        problem = self.problem
+        if proof := problem.least_memory_overflow():
+            step, region, need = proof
+            return Result(Status.INFEASIBLE, reason=f"step {step} ({problem.order[step]}): region {region} "
+                                                    f"needs at least {need} bytes with the smallest "
+                                                    f"candidates, capacity {problem.capacity[region]}")
+        self.instance = Instance(problem, structure(problem))
+        greedy = solve_beam(self.instance, None, self.params, budget, width=self.width, beam=self.beam)
+        self.sol.beam = {"cycles": greedy.value, "width": self.width, "beam": self.beam,
+                         "choice": _ids(problem, greedy.solution) if greedy.solution else None}
+        return greedy
+
+    def _done(self, status: Status, value: int | None = None, bound: int | None = None,
+              reason: str = "") -> Result[Plan]:
+        self.sol.cycles = value
+        return Result(status, self.sol, value, bound, time.perf_counter() - self.t0, self.chosen.name,
+                      interrupted=self.interrupted, reason=reason)
+
+    def answer(self, greedy: Result | None, found: Result | None, interrupted: bool) -> Result[Plan]:
+        problem, solver, sol = self.problem, self.chosen.name, self.sol
+        self.interrupted = interrupted
+        if greedy is not None and greedy.status == Status.INFEASIBLE:
+            return self._done(Status.INFEASIBLE, reason=greedy.reason)
+        if greedy is None:
+            return self._done(Status.UNKNOWN, reason="interrupted before the beam's plan")
+        if self.chosen.baseline:
+            if greedy.solution is None:
+                return self._done(Status.UNKNOWN, reason="no plan survived the beam")
+            sol.choice = sol.beam["choice"]
+            return self._done(Status.FEASIBLE, _cycles(problem, greedy.solution))
+        best = found if found is not None and found.status != Status.FALLBACK else Result(Status.UNKNOWN)
+        if best.solution is None and greedy.solution is not None and best.status != Status.INFEASIBLE:
+            sol.choice = sol.beam["choice"]  # the best answer there is: the beam's
+            return self._done(Status.FALLBACK, _cycles(problem, greedy.solution),
+                              reason=f"{solver} found no plan before it was stopped: the beam's plan")
+        if best.solution is None:
+            return self._done(best.status, reason="no choice satisfies memory and the redistribution table"
+                              if best.status == Status.INFEASIBLE else "no plan found in the time limit")
+        beaten = (greedy.solution is not None
+                  and _cycles(problem, greedy.solution) < _cycles(problem, best.solution))
+        if beaten:  # stopped above the beam's plan: never worse than the baseline
+            best = Result(Status.FEASIBLE, greedy.solution, bound=best.bound, solver=solver)
+        cycles = _cycles(problem, best.solution)
+        inst = self.instance
+        followed = beam_search(problem, inst.structure, self.width, self.beam, best.solution)
+        sol.beam["discarded"] = trace(problem, followed, best.solution, self.width)
+        sol.choice = _ids(problem, best.solution)
+        status, bound = best.status, best.bound
+        reason = (f"{solver}'s best plan in its time cost more than the beam's: the beam's plan" if beaten
+                  else "")
+        kept = problem.extra.get("kept")
+        above = kept.get("excluded_above") if isinstance(kept, dict) else None
+        if isinstance(kept, dict) and kept.get("partial"):  # plans left out are not priced at all
+            status, bound = Status.FEASIBLE, kept.get("least_plan")
+            reason = (f"the problem holds only the {kept['partial']} most promising candidates per operator "
+                      "(its build was stopped): this plan is the best of those" + (
+                          f"; no plan of the whole problem costs less than {bound}" if bound else ""))
+        elif isinstance(above, int) and cycles > above:  # a plan left out of the file may be cheaper
+            status = Status.FEASIBLE
+            bound = min(bound or cycles, above + 1)
+            ref = kept.get("reference_cycles")
+            reason = (f"plans left out of the problem cost more than {above} cycles, not more than "
+                      f"{cycles}" + (f": rebuild it with --within {cycles / ref - 1:.3f} to prove "
+                                     "this plan optimal" if isinstance(ref, int) and ref else ""))
+        if self.k > 1 and not interrupted:
+            self._k_best(best.solution)
+        return self._done(status, cycles, bound, reason)
+
+    def _k_best(self, first: dict[str, int]) -> None:
+        """The k best distinct plans: the method again, each plan found excluded from the next."""
+        plans = [first]
+        while len(plans) < self.k:
+            inst = replace(self.instance, exclude=tuple(plans))
+            nxt = self.chosen.load()(inst, None, self.params, self.budget)
+            if nxt.solution is None:
+                break
+            plans.append(nxt.solution)
+        self.sol.plans = [{"rank": n + 1, "cycles": _cycles(self.problem, p), "choice": _ids(self.problem, p)}
+                          for n, p in enumerate(plans)]
+
+
 def plan(problem: LayoutProblem, solver: str = "milp", params: SolveParams | dict | None = None,
          k: int = 1, width: int = 64, beam: int = 64, budget: Budget | None = None) -> Result[Plan]:
-    """The plan: status, cycles, lower bound, choice (operator -> candidate id), the beam's
-    plan and where it lost the exact one, and with k > 1 the k best distinct plans."""
+    """The plan (the solve kernel's steps): status, cycles, lower bound, choice (operator ->
+    candidate id), the beam's plan and where it lost the exact one, and with k > 1 the k best
+    distinct plans."""
     chosen = method("layout", solver)
     for name, value in (("--k", k), ("--width", width), ("--beam", beam)):
         if value < 1:
@@ -67,70 +167,5 @@ def plan(problem: LayoutProblem, solver: str = "milp", params: SolveParams | dic
     if solver == "beam" and k > 1:
         raise InputError.one("", "--k", "the beam makes one plan: the k best need --solver milp or cpsat")
     params = SolveParams.of(params)
-    check_options(chosen, params.options, "params")
     budget = Budget.of(params.limit(), budget)
-    t0 = time.perf_counter()
-    sol = Plan(problem.extra.get("workload", problem.name), problem.extra.get("spec"), {})
-
-    def done(status: Status, value: int | None = None, bound: int | None = None,
-             reason: str = "") -> Result[Plan]:
-        sol.cycles = value
-        return Result(status, sol, value, bound, time.perf_counter() - t0, solver, reason=reason)
-
-    if proof := problem.least_memory_overflow():
-        step, region, need = proof
-        return done(Status.INFEASIBLE, reason=f"step {step} ({problem.order[step]}): region {region} needs "
-                                              f"at least {need} bytes with the smallest candidates, "
-                                              f"capacity {problem.capacity[region]}")
-    st = structure(problem)
-    greedy = beam_search(problem, st, width, beam)
-    sol.beam = {"cycles": greedy.cycles, "width": width, "beam": beam,
-                "choice": _ids(problem, greedy.choice) if greedy.choice else None}
-    if solver == "beam":
-        if greedy.choice is None:
-            return done(Status.UNKNOWN, reason="no plan survived the beam")
-        sol.choice = sol.beam["choice"]
-        return done(Status.FEASIBLE, _cycles(problem, greedy.choice))
-    run = chosen.load()
-    best = run(problem, st, params, budget, hint=greedy.choice)
-    if best.solution is None and greedy.choice is not None and best.status != Status.INFEASIBLE:
-        sol.choice = sol.beam["choice"]  # the best answer there is: the beam's
-        return done(Status.FALLBACK, _cycles(problem, greedy.choice),
-                    reason=f"{solver} found no plan before it was stopped: the beam's plan")
-    if best.solution is None:
-        return done(best.status, reason="no choice satisfies memory and the redistribution table"
-                    if best.status == Status.INFEASIBLE else "no plan found in the time limit")
-    beaten = greedy.choice is not None and _cycles(problem, greedy.choice) < _cycles(problem, best.solution)
-    if beaten:  # stopped above the beam's plan: never worse than the baseline
-        best = Result(Status.FEASIBLE, greedy.choice, bound=best.bound, solver=solver)
-    cycles = _cycles(problem, best.solution)
-    followed = beam_search(problem, st, width, beam, best.solution)
-    sol.beam["discarded"] = trace(problem, followed, best.solution, width)
-    sol.choice = _ids(problem, best.solution)
-    status, bound = best.status, best.bound
-    reason = f"{solver}'s best plan in its time cost more than the beam's: the beam's plan" if beaten else ""
-    kept = problem.extra.get("kept")
-    above = kept.get("excluded_above") if isinstance(kept, dict) else None
-    if isinstance(kept, dict) and kept.get("partial"):  # plans left out are not priced at all
-        status, bound = Status.FEASIBLE, kept.get("least_plan")
-        reason = (f"the problem holds only the {kept['partial']} most promising candidates per operator "
-                  "(its build was stopped): this plan is the best of those" + (
-                      f"; no plan of the whole problem costs less than {bound}" if bound else ""))
-    elif isinstance(above, int) and cycles > above:  # a plan left out of the file may be cheaper
-        status = Status.FEASIBLE
-        bound = min(bound or cycles, above + 1)
-        ref = kept.get("reference_cycles")
-        reason = (f"plans left out of the problem cost more than {above} cycles, not more than "
-                  f"{cycles}" + (f": rebuild it with --within {cycles / ref - 1:.3f} to prove "
-                                 "this plan optimal" if isinstance(ref, int) and ref else ""))
-    if k > 1:
-        plans, seen = [best.solution], [best.solution]
-        while len(plans) < k:
-            nxt = run(problem, st, params, budget, exclude=seen)
-            if nxt.solution is None:
-                break
-            plans.append(nxt.solution)
-            seen.append(nxt.solution)
-        sol.plans = [{"rank": n + 1, "cycles": _cycles(problem, p), "choice": _ids(problem, p)}
-                     for n, p in enumerate(plans)]
-    return done(status, cycles, bound, reason)
+    return kernel.solve(_Door(problem, chosen, params, budget, k, width, beam), chosen, params, budget)
