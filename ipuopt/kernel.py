@@ -64,7 +64,7 @@ def solve(door: Door, chosen: Method, params: SolveParams, budget: Budget | None
         if inner.limit() < METHOD_LEAST:
             return Result(Status.FALLBACK, base.solution, base.value, solver=chosen.name,
                           extras={"reason": f"no time left for {chosen.name} beside {door.after}"})
-        tell({"stage": chosen.name, "bound": base.bound})
+        tell({"stage": chosen.name, **({"bound": base.bound} if base.bound is not None else {})})
         return chosen.load()(door.instance, base.solution, params, inner, progress)
 
     found, interrupted = run_interruptible(work, budget)

@@ -186,3 +186,34 @@ def test_a_plan_never_costs_more_than_the_beams(swap_method) -> None:
     got = plan(problem, "milp", {"time_limit": 5})
     assert got.value == beam["cycles"] and got.status == Status.FEASIBLE and got.bound == 7
     assert got.solution.choice == beam["choice"] and "beam's plan" in got.reason
+
+
+def test_ctrl_c_in_a_layout_method_is_an_answer(swap_method, monkeypatch) -> None:
+    """The layout front door is the solve kernel's: Ctrl-C while the method runs (one that
+    hears no stop, as a MILP past its grace) leaves the beam's plan, marked interrupted."""
+    import threading
+
+    from ipuopt import kernel
+
+    started, never = threading.Event(), threading.Event()
+
+    def deaf(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+        started.set()
+        never.wait()
+
+    def interrupted_in_the_method(work, stop, grace=3.0):  # noqa: ANN001, ANN202 (Ctrl-C, the grace ends)
+        threading.Thread(target=work, daemon=True).start()
+        assert started.wait(120), "the method never began"
+        stop.request()
+        return None, True
+
+    problem = load_layout_problem(ROOT / "models" / "layouts" / "toy.yaml")
+    beam = plan(problem, "beam")
+    swap_method("layout", "milp", deaf)
+    monkeypatch.setattr(kernel, "run_interruptible", interrupted_in_the_method)
+    try:
+        got = plan(problem, "milp", {"time_limit": 600})
+    finally:
+        never.set()
+    assert got.interrupted and got.status == Status.FALLBACK and "beam's plan" in got.reason
+    assert got.value == beam.value and got.solution.choice == beam.solution.choice

@@ -34,8 +34,8 @@ class _Door(Door):
 
     after = "the greedy and the bounds"
 
-    def __init__(self, phase: Phase, spec: Spec, backend: str, params: SolveParams, budget: Budget) -> None:
-        self.phase, self.spec, self.backend, self.params, self.budget = phase, spec, backend, params, budget
+    def __init__(self, phase: Phase, spec: Spec, solver: str, params: SolveParams, budget: Budget) -> None:
+        self.phase, self.spec, self.solver, self.params, self.budget = phase, spec, solver, params, budget
         self.t0 = time.perf_counter()
         self.instance: Instance | None = None
         self.bounds: list | None = None
@@ -74,7 +74,7 @@ class _Door(Door):
     def answer(self, greedy: Result | None, found: Result | None, interrupted: bool) -> Result:
         if greedy is None:
             raise Interrupted("nothing found before the interrupt")
-        inst, phase, backend = self.instance, self.phase, self.backend
+        inst, phase, solver = self.instance, self.phase, self.solver
         held = inst.incumbent
         if found is None and held is not None and held[1] < greedy.value:
             # cut short in a stage that did not return in time: the best an earlier stage handed back
@@ -88,9 +88,9 @@ class _Door(Door):
             extra["time_limit_s"] = self.budget.seconds
         result = found if found is not None else greedy
         reason = ""
-        if backend != "greedy":
+        if solver != "greedy":
             if found is None or found is greedy:
-                result = Result(Status.FALLBACK, greedy.solution, greedy.value, None, solver=backend)
+                result = Result(Status.FALLBACK, greedy.solution, greedy.value, None, solver=solver)
             reason = result.extras.pop("reason", "")
             extra.update(result.extras)
         if self.params.reproducible and self._inner.wall_cut:
@@ -110,15 +110,15 @@ class _Door(Door):
         schedule = Schedule(starts, widths, horizon, phase.name, self.spec.name)
         report = validate(phase, self.spec, schedule)
         if not report.ok:  # a solver bug: never hand out a schedule that breaks the rules
-            raise RuntimeError(f"{backend} produced an invalid schedule: {report.violations[:3]}")
-        return Result(status, schedule, horizon, bound, time.perf_counter() - self.t0, backend, extra, by,
+            raise RuntimeError(f"{solver} produced an invalid schedule: {report.violations[:3]}")
+        return Result(status, schedule, horizon, bound, time.perf_counter() - self.t0, solver, extra, by,
                       interrupted, self.bounds, reason)
 
 
-def solve(phase: Phase, spec: Spec, backend: str = "greedy",
+def solve(phase: Phase, spec: Spec, solver: str = "greedy",
           params: SolveParams | dict[str, Any] | None = None,
           progress: Progress | None = None, budget: Budget | None = None) -> Result[Schedule]:
-    """Schedule `phase` on `spec` with `backend` (the kernel's steps); every returned schedule
+    """Schedule `phase` on `spec` with `solver` (the kernel's steps); every returned schedule
     passes the validator.
 
     Every method but the plain greedy has a wall-clock time limit (`budget`, or one started
@@ -127,7 +127,7 @@ def solve(phase: Phase, spec: Spec, backend: str = "greedy",
     stops it and returns the best schedule so far (status `feasible`, or `fallback` with the
     greedy's), marked `interrupted`; before the greedy's first schedule there is none, and
     `Interrupted` is raised."""
-    chosen = method("exchange", backend, "solver")
+    chosen = method("exchange", solver, "solver")
     params = SolveParams.of(params)
     budget = Budget.of(params.limit(chosen.default_limit), budget)
-    return kernel.solve(_Door(phase, spec, backend, params, budget), chosen, params, budget, progress)
+    return kernel.solve(_Door(phase, spec, solver, params, budget), chosen, params, budget, progress)

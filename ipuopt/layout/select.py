@@ -170,7 +170,7 @@ def select(problem: LayoutProblem, solver: str = "milp", params: SolveParams | N
            budget: Budget | None = None) -> Result[Plan]:
     """The plan (and the k best), with `rerank` the plans ranked by their scheduled programs
     too (the workload and spec: `built`, or those the problem names)."""
-    result = plan(problem, solver, params, k, width, beam, budget)
+    result = plan(problem, solver, params, k, width, beam, budget, progress)
     sol = result.solution
     sol.kept = problem.extra.get("kept")
     if rerank is not None and sol.choice:

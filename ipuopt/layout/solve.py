@@ -72,6 +72,7 @@ class _Door(Door):
         self.t0 = time.perf_counter()
         self.sol = Plan(problem.extra.get("workload", problem.name), problem.extra.get("spec"), {})
         self.instance: Instance | None = None
+        self.interrupted = False
 
     def baseline(self, budget: Budget, progress: Progress) -> Result:
         problem = self.problem
@@ -156,7 +157,8 @@ class _Door(Door):
 
 
 def plan(problem: LayoutProblem, solver: str = "milp", params: SolveParams | dict | None = None,
-         k: int = 1, width: int = 64, beam: int = 64, budget: Budget | None = None) -> Result[Plan]:
+         k: int = 1, width: int = 64, beam: int = 64, budget: Budget | None = None,
+         progress: Progress | None = None) -> Result[Plan]:
     """The plan (the solve kernel's steps): status, cycles, lower bound, choice (operator ->
     candidate id), the beam's plan and where it lost the exact one, and with k > 1 the k best
     distinct plans."""
@@ -168,4 +170,5 @@ def plan(problem: LayoutProblem, solver: str = "milp", params: SolveParams | dic
         raise InputError.one("", "--k", "the beam makes one plan: the k best need --solver milp or cpsat")
     params = SolveParams.of(params)
     budget = Budget.of(params.limit(), budget)
-    return kernel.solve(_Door(problem, chosen, params, budget, k, width, beam), chosen, params, budget)
+    door = _Door(problem, chosen, params, budget, k, width, beam)
+    return kernel.solve(door, chosen, params, budget, progress)
