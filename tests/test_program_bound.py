@@ -427,15 +427,18 @@ def test_a_preparation_moves_table_is_below_its_price() -> None:
         assert above > 30
 
 
-@pytest.mark.parametrize("workload, key", [("mini-mlp", ("gemm2", False)), (PREPARED, ("oproj", False))])
-def test_a_row_of_the_pair_table_holds_its_pair_at_the_tables_floor(workload: str, key: tuple) -> None:
-    """With the pair of the highest floor in an input phase's table fixed, the model values
-    that phase below the floor (its cuts hold the total, not the phase); the pair's row
-    (`_BoundModel.table_rows`) lifts it to the floor and the bound with it, still below the
-    floor of the plan it then finds, from that plan's generated phases."""
+@pytest.mark.parametrize("workload, key", [("mini-mlp", ("gemm2", False)), (PREPARED, ("oproj", False)),
+                                           (PREPARED, "a move")])
+def test_a_row_of_the_pair_table_holds_its_pair_at_the_tables_floor(workload: str, key: tuple | str) -> None:
+    """With the pair of the highest floor in an input phase's (or a preparation move's) table
+    fixed, the model values that phase below the floor (its cuts hold the total, not the
+    phase); the pair's row (`_BoundModel.table_rows`) lifts it to the floor and the bound with
+    it, still below the floor of the plan it then finds, from that plan's generated phases."""
     from ipuopt.budget import Budget
 
     wl, _moves, held, model, cuts = _cut_model(workload)
+    if key == "a move":  # the preparation move whose table holds the highest floor
+        key = max((c for c in cuts if c.tensor is not None), key=lambda c: c.table.max()).key
     cut = next(c for c in cuts if c.key == key)
     table = cut.table[cut.lab[:, None], cut.cls[None, :]]
     j, i = (int(k) for k in np.unravel_index(np.argmax(table), table.shape))

@@ -515,14 +515,10 @@ class _PairCuts:
         return _Cut(b, src, g, np.zeros((len(at), classes), dtype=np.int64), at, lab, cls, key)
 
     def rows(self, plan: dict[str, int]) -> None:
-        """Each input phase's floors as rows of the model at `plan`'s pair
-        (`_BoundModel.table_rows`). Not the preparation moves': their rows (a term per held
-        producer candidate, 11,000 on attention) made a round's model take 13 s in one run and
-        more than 60 s without a better bound in another (the bound then 95,573 or 90,108 at
-        300 s; 92,952 with the moves' cuts alone)."""
+        """Each table's floors as rows of the model at `plan`'s pair (`_BoundModel.table_rows`):
+        the input phases' and the preparation moves'."""
         for cut in self.cuts:
-            if cut.tensor is None:
-                self.model.table_rows(cut, plan[cut.src], plan[cut.g])
+            self.model.table_rows(cut, plan[cut.src], plan[cut.g])
 
     def refresh(self) -> None:
         """The cuts again with the phases priced since (each a term of its pair's exchange)."""
@@ -671,7 +667,7 @@ class _BoundModel:
         self.twin_lits: dict[tuple[str, int], Any] = {}
         self.rows_made: set[tuple[int, int]] = set()  # `table_rows`' (cut, class)
         self.class_lits: dict[tuple[int, int], Any] = {}
-        self.valued: dict[tuple[str, bool], int] = {}  # each phase's exchange in the last solution
+        self.valued: dict[tuple, int] = {}  # each phase's exchange and move in the last solution
         self._build()
 
     def ahead(self, n: int, plan: dict[str, int]) -> list[tuple]:
@@ -896,24 +892,33 @@ class _BoundModel:
         self.m.add(self.total >= sum(int(v) * x for v, x in zip(best_j, self.x[src], strict=True)))
 
     def table_rows(self, cut: _Cut, j: int, i: int) -> None:
-        """`cut.phase`'s exchange at least its pair's floor in `cut.table` = T for GEMM
-        candidate `i`'s class c, whatever the producer's layout, by one row (made once) that
-        holds for every plan (`table_row`): exchange >= sum_r a[r] [layout r] + sum_k b[k]
-        [class k]. Made only when the model valued that phase below the pair's floor with
-        producer candidate `j` (a cut the last solution breaks; the others slowed the model
-        for nothing). One row rules out what pricing takes a pair a round for (every pair
-        would be millions of rows); the row enforced by the class's literal instead left
-        CP-SAT's relaxation too weak to prove a round's model in time, and the same row for
-        the producer's layout did not raise the bound."""
+        """`cut.phase`'s exchange (a preparation move's: the move) at least its pair's floor in
+        `cut.table` = T for GEMM candidate `i`'s class c, whatever the producer's layout, by one
+        row (made once) that holds for every plan (`table_row`): exchange >= sum_r a[r]
+        [layout r] + sum_k b[k] [class k]. A move's row has a term per output layout of the
+        producer (its literal, shared by every row): with a term for each of 11,000 producer
+        candidates on attention CP-SAT's rounds were slow and erratic (13 s, then past a
+        minute without a better bound). An input phase's row keeps a term per candidate: by
+        layout, vitb-mlp's rounds were slower (10 in 90 s against 16). Made only when the
+        model valued that phase below the pair's floor with producer candidate `j` (a cut the
+        last solution breaks; the others slowed the model for nothing). One row rules out
+        what pricing takes a pair a round for (every pair would be millions of rows); the row
+        enforced by the class's literal instead left CP-SAT's relaxation too weak to prove a
+        round's model in time."""
         c = int(cut.cls[i])
         if (id(cut), c) in self.rows_made or cut.table[cut.lab[j], c] <= self.valued[cut.key]:
             return  # made, or the plan it was asked for already counts that floor: not cut off
         self.rows_made.add((id(cut), c))
         rows, cols = table_row(cut.table, c, ROW_CLASSES)
         least = int(cols.min(initial=0))  # one literal for the classes at it: sum_k least [class k] = least
-        self.m.add(self.exchange_vars[cut.key]
-                   >= sum(int(v) * x for v, x in zip(rows[cut.lab], self.x[cut.src], strict=True) if v)
-                   + sum(int(cols[k] - least) * self._class(cut, k)
+        if cut.tensor is None:
+            var = self.exchange_vars[cut.key]
+            producer = sum(int(v) * x for v, x in zip(rows[cut.lab], self.x[cut.src], strict=True) if v)
+        else:
+            var = self.move_vars[cut.key]
+            producer = sum(int(rows[r]) * self._chosen(cut.src, "output", label)
+                           for label, r in cut.at.items() if rows[r])
+        self.m.add(var >= producer + sum(int(cols[k] - least) * self._class(cut, k)
                          for k in np.flatnonzero(cols > least).tolist()) + least)
 
     def _class(self, cut: _Cut, k: int) -> Any:
@@ -1017,7 +1022,7 @@ class _BoundModel:
         if code not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
             return bound, False, {}
         plan = {h: next(i for i, v in enumerate(xs) if solver.boolean_value(v)) for h, xs in self.x.items()}
-        self.valued = {k: solver.value(v) for k, v in self.exchange_vars.items()}
+        self.valued = {k: solver.value(v) for k, v in (*self.exchange_vars.items(), *self.move_vars.items())}
         return bound, code == cp_model.OPTIMAL, plan
 
     def _memory(self, m: cp_model.CpModel, x: dict[str, list[Any]]) -> None:
