@@ -12,7 +12,7 @@ time limit without a method asks for `auto` everywhere.
 
 Every method of every problem is called the same way, by the one solve kernel
 (`kernel.solve`): `(instance, hint, SolveParams, Budget, progress) -> Result`, where the
-instance is the problem's (`exchange.instance`, `arena.instance`, `layout.instance`) and the
+instance is the problem's (`exchange.instance`, `arena.instance`, `layout.model`) and the
 hint the best answer so far (the baseline's, or an earlier stage's in a pipeline).
 """
 
@@ -64,9 +64,9 @@ FLAG = Option(bool, "true or false")
 COUNT = Option(int, "a whole number >= 0", lambda v: v >= 0)
 SECONDS = Option(float, "a number of seconds > 0", lambda v: v > 0)
 _MILP = Option(str, "highs or cbc", lambda v: v in ("highs", "cbc"))
+SHARE = Option(float, "a number in (0, 1]", lambda v: 0 < v <= 1)
 MILP_OPTIONS = {"milp_solver": _MILP, "solver": _MILP, "msg": FLAG}  # solver: milp_solver's older name
 # auto's stages' own options, which the pipelines (auto, coarse, split) pass on to them
-SHARE = Option(float, "a number in (0, 1]", lambda v: 0 < v <= 1)
 PIPELINE = {"rounds": COUNT, "passes": COUNT, "free": Option(int, "a whole number >= 1", lambda v: v >= 1),
             "sub_time_limit": SECONDS, "prove_split": SHARE}
 

@@ -89,8 +89,8 @@ class _Door(Door):
             return self._answer(Status.INFEASIBLE, found.solver, reason=found.reason)
         if found is not None and found.bound is not None:
             self.least = max(self.least, found.bound)
-        return self._choose(Status.OPTIMAL if Status.OPTIMAL in (greedy.status, found and found.status)
-                            else Status.FEASIBLE)
+        proved = greedy.status == Status.OPTIMAL or (found is not None and found.status == Status.OPTIMAL)
+        return self._choose(Status.OPTIMAL if proved else Status.FEASIBLE)
 
     def _answer(self, status: Status, name: str = "", offsets: dict[str, int] | None = None,
                 value: int | None = None, peak: int | None = None, reason: str = "") -> Result[Placement]:
