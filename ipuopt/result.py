@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any, Generic, Protocol, TypeVar
+from typing import Any, Generic, TypeVar
 
 from ipuopt.display import html
 
@@ -45,12 +45,6 @@ class Bound:
 
     def to_dict(self) -> dict[str, Any]:
         return {"name": self.name, "value": self.value, "where": self.where}
-
-
-class Solution(Protocol):
-    """A problem's own answer: written as the document's problem-specific keys."""
-
-    def to_dict(self) -> dict[str, Any]: ...
 
 
 T = TypeVar("T")
