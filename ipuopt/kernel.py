@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from typing import Any
 
 from ipuopt.budget import Budget, run_interruptible
@@ -24,8 +25,9 @@ METHOD_LEAST = 0.05  # seconds: with less left after the baseline and the bounds
 SETTLED = (Status.OPTIMAL, Status.INFEASIBLE)
 
 
-class Door:
-    """One problem's side of the kernel: its instance, baseline, bounds and answer."""
+class Door(ABC):
+    """One problem's side of the kernel: its instance, baseline, bounds and answer (each
+    problem's front door defines the two abstract steps)."""
 
     instance: Any  # what every method of the problem works on
     after: str = "the baseline"  # what ran before the method, as a fallback's reason says it
@@ -34,14 +36,18 @@ class Door:
         """The stages' budget: the command's, less what the answer needs kept back."""
         return budget
 
+    @abstractmethod
     def baseline(self, budget: Budget, progress: Progress) -> Result:
-        raise NotImplementedError
+        """The problem's baseline: it always ends, and is the answer of last resort."""
 
     def bound(self, baseline: Result, budget: Budget, progress: Progress) -> None:
-        """Lower bounds, into the baseline's result (`bound`)."""
+        """Lower bounds, into the baseline's result (`bound`); by default those the baseline
+        already carries (the arena's live bytes), or none (the layout's come from its method)."""
+        return None
 
+    @abstractmethod
     def answer(self, baseline: Result | None, found: Result | None, interrupted: bool) -> Result:
-        raise NotImplementedError
+        """The one result: never worse than the baseline, validated."""
 
 
 def solve(door: Door, chosen: Method, params: SolveParams, budget: Budget | None = None,

@@ -113,11 +113,10 @@ class _Door(Door):
         if best.solution is None:
             return self._done(best.status, reason="no choice satisfies memory and the redistribution table"
                               if best.status == Status.INFEASIBLE else "no plan found in the time limit")
-        beaten = (greedy.solution is not None
-                  and _cycles(problem, greedy.solution) < _cycles(problem, best.solution))
-        if beaten:  # stopped above the beam's plan: never worse than the baseline
-            best = Result(Status.FEASIBLE, greedy.solution, bound=best.bound, solver=solver)
         cycles = _cycles(problem, best.solution)
+        beaten = greedy.solution is not None and (beam := _cycles(problem, greedy.solution)) < cycles
+        if beaten:  # stopped above the beam's plan: never worse than the baseline
+            best, cycles = Result(Status.FEASIBLE, greedy.solution, bound=best.bound, solver=solver), beam
         inst = self.instance
         followed = beam_search(problem, inst.structure, self.width, self.beam, best.solution)
         sol.beam["discarded"] = trace(problem, followed, best.solution, self.width)
