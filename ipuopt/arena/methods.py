@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import threading
 import time
+from dataclasses import replace
 from typing import Any
 
 from ipuopt.arena.greedy import shift_baseline
@@ -154,9 +155,7 @@ def solve_search(inst: Instance, hint: Offsets | None, params: SolveParams, budg
                       reason="exhaustive search: no placement within capacity")
     if cp_run is None:
         return Result(Status.UNKNOWN, solver="search", extras=extras)
-    other = cp_run.result()
-    return Result(other.status, other.solution, bound=other.bound, solver=other.solver, extras=extras,
-                  reason=other.reason)
+    return replace(cp_run.result(), extras=extras)
 
 
 @declare("arena", "cpsat", "exact", "the arena in CP-SAT", runs_cpsat=True)
@@ -180,8 +179,7 @@ def solve_auto(inst: Instance, hint: Offsets | None, params: SolveParams, budget
     if searched.solution is not None or searched.status == Status.INFEASIBLE:
         return searched
     found = solve_cpsat(inst, hint, params, budget, progress)
-    return Result(found.status, found.solution, bound=found.bound, solver=found.solver,
-                  extras={**searched.extras, **found.extras}, reason=found.reason)
+    return replace(found, extras={**searched.extras, **found.extras})
 
 
 @declare("arena", "baseline", "heuristic", "the greedy's placement shifted 4 KiB where it clashes")
